@@ -1,0 +1,226 @@
+// Package aem holds the abstract execution models (AEMs) of modulo: tiny state machines whose
+// maximal paths are the schedules that the concrete side replays on real clusters.
+//
+// The rules are pinned by shared/spec/aem.md; its reference counts are the contract and are
+// checked by this package's tests.
+package aem
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Kind tells a divergence from a convergence transition.
+type Kind uint8
+
+const (
+	// Divergence fails replicas and injects writes.
+	Divergence Kind = iota + 1
+	// Convergence recovers replicas and resyncs them.
+	Convergence
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Divergence:
+		return "D"
+	case Convergence:
+		return "C"
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Failure is how a divergence fails one replica (S/CL/R only).
+type Failure uint8
+
+const (
+	// NotInLayout marks a replica the divergence leaves alone: already offline, or (S/CL/R) online
+	// in another replication tree than the one the divergence writes into.
+	NotInLayout Failure = iota
+	// FailNone leaves the replica running: it receives every write of the step.
+	FailNone
+	// FailCrash kills the replica.
+	FailCrash
+)
+
+// Resync is how a convergence brings data back (S/CL/R distinguishes them).
+type Resync uint8
+
+const (
+	// Online is the system's own resync, triggered by recovery or by a replication link.
+	Online Resync = iota
+	// Offline1 copies the primary's snapshot into a crashed replica, which stays down.
+	Offline1
+	// Offline2 starts a crashed replica from the primary's snapshot as the new primary; the
+	// old primary goes down.
+	Offline2
+)
+
+// NoSource marks a replica that replicates from nobody.
+const NoSource = -1
+
+// Transition is one step of a schedule.
+type Transition struct {
+	Kind Kind
+	// Writes[i] is how many of a divergence's writes replica i receives.
+	Writes []int
+	// Failures[i] is how a divergence fails replica i; nil for models without failure kinds.
+	Failures []Failure
+	// Group lists, ascending, the replicas a convergence brings back.
+	Group []int
+	// Sources[i] is the replica i replicates from after a convergence (NoSource for none); nil
+	// for models without replication links.
+	Sources []int
+	// Resync is how a convergence resyncs.
+	Resync Resync
+}
+
+// WriteCount is the number of writes a divergence injects: the largest entry of Writes.
+func (t *Transition) WriteCount() int {
+	m := 0
+	for _, w := range t.Writes {
+		m = max(m, w)
+	}
+	return m
+}
+
+// Params are the two parameters of every model.
+type Params struct {
+	Ops      int // writes in a schedule
+	Replicas int // replicas, indexed 0..Replicas-1
+}
+
+// MaxReplicas bounds the replica count: beyond it the schedule spaces are far beyond what any
+// cluster could run. At least two replicas and one write make a schedule.
+const MaxReplicas = 16
+
+// Validate reports parameters that no model accepts.
+func (p Params) Validate() error {
+	if p.Replicas < 2 || p.Replicas > MaxReplicas {
+		return fmt.Errorf("replicas must be between 2 and %d, got %d", MaxReplicas, p.Replicas)
+	}
+	if p.Ops < 1 {
+		return fmt.Errorf("ops must be at least 1, got %d", p.Ops)
+	}
+	return nil
+}
+
+// State is an abstract state. Models that do not track links leave Src nil; Crashed is only
+// used by S/CL/R.
+type State struct {
+	Left    int    // writes not yet injected
+	RS      []int  // abstract version per replica
+	On      []bool // online per replica
+	Src     []int  // replication source per replica, or NoSource
+	Crashed []bool // offline because crashed (not merely disconnected)
+	Steps   int    // transitions taken so far
+}
+
+// Clone returns a deep copy.
+func (s *State) Clone() State {
+	c := State{Left: s.Left, Steps: s.Steps, RS: append([]int(nil), s.RS...), On: append([]bool(nil), s.On...)}
+	if s.Src != nil {
+		c.Src = append([]int(nil), s.Src...)
+	}
+	if s.Crashed != nil {
+		c.Crashed = append([]bool(nil), s.Crashed...)
+	}
+	return c
+}
+
+// Online counts the online replicas.
+func (s *State) Online() int {
+	k := 0
+	for _, on := range s.On {
+		if on {
+			k++
+		}
+	}
+	return k
+}
+
+// AllOnline tells whether no replica is offline.
+func (s *State) AllOnline() bool { return s.Online() == len(s.On) }
+
+// Targets lists, ascending, the replicas that replicate from i.
+func (s *State) Targets(i int) []int {
+	var t []int
+	for j, src := range s.Src {
+		if src == i {
+			t = append(t, j)
+		}
+	}
+	return t
+}
+
+// appendKey appends a byte encoding of everything that decides the state's future; steps is
+// included only for models whose guards look at it.
+func (s *State) appendKey(b []byte, steps bool) []byte {
+	b = strconv.AppendInt(b, int64(s.Left), 10)
+	if steps {
+		b = append(b, '@')
+		b = strconv.AppendInt(b, int64(s.Steps), 10)
+	}
+	for i := range s.RS {
+		b = append(b, '|')
+		b = strconv.AppendInt(b, int64(s.RS[i]), 10)
+		if s.On[i] {
+			b = append(b, '+')
+		}
+		if s.Src != nil {
+			b = append(b, byte('a'+s.Src[i]+1))
+		}
+		if s.Crashed != nil && s.Crashed[i] {
+			b = append(b, '!')
+		}
+	}
+	return b
+}
+
+// epochStride is the version gap between epochs: a resync that starts a new epoch moves every
+// online replica to the next multiple of it.
+const epochStride = 10000
+
+// nextEpoch is next(top) of the spec.
+func nextEpoch(top int) int { return (top/epochStride + 1) * epochStride }
+
+// topOnline is the highest version among the online replicas.
+func (s *State) topOnline() int {
+	top := 0
+	for i, on := range s.On {
+		if on {
+			top = max(top, s.RS[i])
+		}
+	}
+	return top
+}
+
+// setOnline sets every online replica's version to v.
+func (s *State) setOnline(v int) {
+	for i, on := range s.On {
+		if on {
+			s.RS[i] = v
+		}
+	}
+}
+
+// Model is an abstract execution model. A new AEM is a new type implementing it.
+type Model interface {
+	// Name is the model's short name as the spec writes it, such as "Q/C/Z".
+	Name() string
+	// Init returns the initial state.
+	Init(p Params) State
+	// Next appends to out, in canonical order, every transition enabled in s.
+	Next(p Params, s *State, out []Transition) []Transition
+	// Apply returns the state after t; t must be one that Next returned for s.
+	Apply(p Params, s *State, t *Transition) State
+	// Complete tells whether a state in which nothing is enabled ends a schedule; a path that
+	// ends elsewhere is discarded.
+	Complete(p Params, s *State) bool
+	// StepsMatter tells whether guards look at State.Steps, so that memoisation must key on it.
+	StepsMatter() bool
+	// Links tells whether the model tracks replication links (Transition.Sources, State.Src).
+	Links() bool
+	// FailureKinds tells whether divergences carry Transition.Failures.
+	FailureKinds() bool
+}

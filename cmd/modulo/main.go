@@ -1,0 +1,43 @@
+// Command modulo finds convergence failure bugs in replicated storage systems.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modulo-testing/modulo/internal/cmd/root"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	cmd := root.NewCmd(os.Stdout, os.Stderr)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	code := cmdutil.Code(err)
+	// cobra reports a bad command or argument count as a plain error: those are usage errors.
+	if code == cmdutil.ExitFailed && isCobraUsage(err) {
+		code = cmdutil.ExitUsage
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(os.Stderr, "modulo: "+strings.TrimSpace(msg))
+	}
+	return code
+}
+
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand flag"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,35 @@
+// Package root assembles modulo's commands.
+package root
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/internal/cmd/gen"
+	"github.com/modulo-testing/modulo/internal/cmd/show"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+)
+
+// NewCmd returns the modulo command with every subcommand.
+func NewCmd(out, errOut io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "modulo",
+		Short: "Find convergence failure bugs in replicated storage systems",
+		Long: `modulo finds convergence failure bugs: failures and recoveries after which the replicas of
+a replicated storage system never again hold the same data (Modulo, USENIX ATC'22).
+
+A divergence resync model (DRM) pairs an abstract model of failures and resyncs with a plugin
+that performs them on a real cluster. 'modulo gen' enumerates a DRM's schedules; 'modulo run'
+replays them on real clusters and compares every replica's data afterwards.`,
+		Version:       build.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usage(err) })
+	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil))
+	return cmd
+}

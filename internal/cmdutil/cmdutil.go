@@ -1,0 +1,51 @@
+// Package cmdutil holds what every modulo command shares: exit statuses and the errors that
+// carry them.
+package cmdutil
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit statuses. 2 is a usage error, as Go's flag package uses it.
+const (
+	ExitOK         = 0
+	ExitFailed     = 1
+	ExitUsage      = 2
+	ExitIncomplete = 3
+)
+
+// ExitError ends the program with Code after printing Err (when not nil).
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Usagef reports bad input on the command line: exit status 2.
+func Usagef(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// Usage wraps err as a usage error: exit status 2.
+func Usage(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+
+// Code returns the exit status for err.
+func Code(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *ExitError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ExitFailed
+}
