@@ -1,0 +1,118 @@
+// Package cem is the concrete side of modulo: the interface a DRM plugin implements to drive a
+// real cluster through a schedule, the gRPC protocol that carries it between the executor and
+// the plugin process, and the helpers every plugin shares.
+//
+// A plugin knows the abstract models (package aem) but nothing of the executor: it is given a
+// directory, a port range and a schedule's transitions one at a time, and reports the concrete
+// actions it took and the data every replica holds.
+package cem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
+// method changes meaning; the go-plugin handshake refuses a plugin built for another version.
+const ProtocolVersion = 1
+
+// Capabilities say what a plugin can do.
+type Capabilities struct {
+	// DRMs lists the short names of the DRMs the plugin realises, such as "ssr".
+	DRMs []string
+	// PortsPerReplica is how many consecutive ports each replica needs.
+	PortsPerReplica int
+}
+
+// Info describes a plugin and the server binary it drives.
+type Info struct {
+	Name          string // plugin name, such as "redis"
+	Version       string // plugin version
+	ServerVersion string // version of the configured server binary, as the server reports it
+	Capabilities  Capabilities
+}
+
+// ClusterSpec is what the executor hands a plugin to start one cluster.
+type ClusterSpec struct {
+	DRM      string // short DRM name
+	Ops      int
+	Replicas int
+	// Dir is a fresh directory the plugin owns for this cluster: data, logs, pid files.
+	Dir string
+	// BasePort is the first port of the range; replica i owns ports
+	// BasePort+i*PortsPerReplica .. BasePort+(i+1)*PortsPerReplica-1 on 127.0.0.1.
+	BasePort int
+	// ScheduleID names the schedule, so that written values are unique to it.
+	ScheduleID string
+	// Config is the plugin's own section of the configuration, as TOML; the plugin decodes it
+	// and rejects keys it does not know.
+	Config []byte
+	// StepTimeout bounds each wait for the cluster to reach the state a step needs.
+	StepTimeout time.Duration
+}
+
+// Step is one abstract transition to realise.
+type Step struct {
+	Index      int    // 0-based position in the schedule
+	Transition string // compact text, as aem.ParseTransition reads it
+}
+
+// Action is one concrete thing a plugin did, for the record and for replay.
+type Action struct {
+	Time    time.Time
+	Replica int    // -1 when it concerns no single replica
+	What    string // such as "SIGKILL pid 4242", "SET key:1 v1", "REPLICAOF 127.0.0.1 7001"
+}
+
+// StepReport is what realising one step did.
+type StepReport struct {
+	Actions []Action
+}
+
+// ReplicaData is the data one replica holds at the end of a schedule.
+type ReplicaData struct {
+	Data map[string]string
+	// Err says why the replica could not be read; a replica that cannot be read does not count
+	// as converged.
+	Err string
+}
+
+// Snapshot is every replica's data.
+type Snapshot struct {
+	Replicas []ReplicaData
+}
+
+// CEM is the interface every DRM plugin implements: one cluster at a time.
+type CEM interface {
+	// Info describes the plugin and its server binary; it fails when the binary is missing.
+	Info(ctx context.Context) (Info, error)
+	// Start starts a fresh cluster as spec says and waits until it is ready for the first step.
+	Start(ctx context.Context, spec ClusterSpec) error
+	// Apply realises one transition and waits until the cluster has reached the state it
+	// describes. When that state is not reached before the step timeout, it returns a
+	// *NotReachedError.
+	Apply(ctx context.Context, step Step) (StepReport, error)
+	// Read returns every replica's data.
+	Read(ctx context.Context) (Snapshot, error)
+	// Teardown stops every process of the cluster. It is safe to call twice, and after a
+	// failed Start.
+	Teardown(ctx context.Context) error
+}
+
+// NotReachedError says that the cluster never reached the state a step needed.
+type NotReachedError struct {
+	Step    int
+	Awaited string // what was awaited, such as "replica 2 in sync with replica 0"
+}
+
+func (e *NotReachedError) Error() string {
+	return fmt.Sprintf("step %d: not reached before the deadline: %s", e.Step+1, e.Awaited)
+}
+
+// IsNotReached reports whether err says a step's state was not reached.
+func IsNotReached(err error) bool {
+	var nr *NotReachedError
+	return errors.As(err, &nr)
+}

@@ -1,0 +1,238 @@
+package cem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/modulo-testing/modulo/cem/proto"
+)
+
+// grpcPlugin is the go-plugin glue on both sides: the plugin registers impl as the gRPC
+// service, the host gets a grpcClient. It speaks gRPC only.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	impl CEM // nil on the host side
+}
+
+func (p *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterCEMServer(s, &grpcServer{impl: p.impl})
+	return nil
+}
+
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &grpcClient{client: pb.NewCEMClient(c)}, nil
+}
+
+// grpcServer serves a CEM implementation inside the plugin process.
+type grpcServer struct {
+	pb.UnimplementedCEMServer
+	impl CEM
+}
+
+func (s *grpcServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse, error) {
+	info, err := s.impl.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.InfoResponse{Info: &pb.Info{
+		Name:          info.Name,
+		Version:       info.Version,
+		ServerVersion: info.ServerVersion,
+		Capabilities: &pb.Capabilities{
+			Drms:            info.Capabilities.DRMs,
+			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
+		},
+	}}, nil
+}
+
+func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.StartResponse, error) {
+	spec := req.GetSpec()
+	err := s.impl.Start(ctx, ClusterSpec{
+		DRM:         spec.GetDrm(),
+		Ops:         int(spec.GetOps()),
+		Replicas:    int(spec.GetReplicas()),
+		Dir:         spec.GetDir(),
+		BasePort:    int(spec.GetBasePort()),
+		ScheduleID:  spec.GetScheduleId(),
+		Config:      spec.GetConfig(),
+		StepTimeout: spec.GetStepTimeout().AsDuration(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.StartResponse{}, nil
+}
+
+// Apply sends a *NotReachedError back in the reply, with the actions taken before it, so that
+// the host gets the error's fields back; any other error becomes a gRPC status.
+func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
+	step := req.GetStep()
+	report, err := s.impl.Apply(ctx, Step{Index: int(step.GetIndex()), Transition: step.GetTransition()})
+	var nr *NotReachedError
+	if err != nil && !errors.As(err, &nr) {
+		return nil, err
+	}
+	resp := &pb.ApplyResponse{Report: &pb.StepReport{}}
+	for _, a := range report.Actions {
+		resp.Report.Actions = append(resp.Report.Actions, &pb.Action{
+			Time:    timestampOf(a.Time),
+			Replica: int64(a.Replica),
+			What:    a.What,
+		})
+	}
+	if nr != nil {
+		resp.NotReached = &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}
+	}
+	return resp, nil
+}
+
+func (s *grpcServer) Read(ctx context.Context, _ *pb.ReadRequest) (*pb.ReadResponse, error) {
+	snap, err := s.impl.Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resp := &pb.ReadResponse{Snapshot: &pb.Snapshot{}}
+	for _, r := range snap.Replicas {
+		resp.Snapshot.Replicas = append(resp.Snapshot.Replicas, &pb.ReplicaData{Data: r.Data, Err: r.Err})
+	}
+	return resp, nil
+}
+
+func (s *grpcServer) Teardown(ctx context.Context, _ *pb.TeardownRequest) (*pb.TeardownResponse, error) {
+	if err := s.impl.Teardown(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.TeardownResponse{}, nil
+}
+
+var _ CEM = (*grpcClient)(nil)
+
+// grpcClient implements CEM on the host by calling the plugin's gRPC service.
+//
+// What changes on the way: Action times arrive in UTC (the zero time stays zero), empty slices
+// and Config arrive as nil, and ReplicaData.Data is never nil.
+type grpcClient struct {
+	client pb.CEMClient
+}
+
+func (c *grpcClient) Info(ctx context.Context) (Info, error) {
+	resp, err := c.client.Info(ctx, &pb.InfoRequest{})
+	if err != nil {
+		return Info{}, callError(ctx, "Info", err)
+	}
+	info := resp.GetInfo()
+	return Info{
+		Name:          info.GetName(),
+		Version:       info.GetVersion(),
+		ServerVersion: info.GetServerVersion(),
+		Capabilities: Capabilities{
+			DRMs:            info.GetCapabilities().GetDrms(),
+			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),
+		},
+	}, nil
+}
+
+func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
+	_, err := c.client.Start(ctx, &pb.StartRequest{Spec: &pb.ClusterSpec{
+		Drm:         spec.DRM,
+		Ops:         int64(spec.Ops),
+		Replicas:    int64(spec.Replicas),
+		Dir:         spec.Dir,
+		BasePort:    int64(spec.BasePort),
+		ScheduleId:  spec.ScheduleID,
+		Config:      spec.Config,
+		StepTimeout: durationpb.New(spec.StepTimeout),
+	}})
+	if err != nil {
+		return callError(ctx, "Start", err)
+	}
+	return nil
+}
+
+// Apply returns the plugin's *NotReachedError as one, together with the actions taken before it.
+func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
+	resp, err := c.client.Apply(ctx, &pb.ApplyRequest{Step: &pb.Step{
+		Index:      int64(step.Index),
+		Transition: step.Transition,
+	}})
+	if err != nil {
+		return StepReport{}, callError(ctx, "Apply", err)
+	}
+	var report StepReport
+	for _, a := range resp.GetReport().GetActions() {
+		report.Actions = append(report.Actions, Action{
+			Time:    timeOf(a.GetTime()),
+			Replica: int(a.GetReplica()),
+			What:    a.GetWhat(),
+		})
+	}
+	if nr := resp.GetNotReached(); nr != nil {
+		return report, &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}
+	}
+	return report, nil
+}
+
+func (c *grpcClient) Read(ctx context.Context) (Snapshot, error) {
+	resp, err := c.client.Read(ctx, &pb.ReadRequest{})
+	if err != nil {
+		return Snapshot{}, callError(ctx, "Read", err)
+	}
+	var snap Snapshot
+	for _, r := range resp.GetSnapshot().GetReplicas() {
+		data := r.GetData()
+		if data == nil {
+			data = map[string]string{} // protobuf does not tell an empty map from none
+		}
+		snap.Replicas = append(snap.Replicas, ReplicaData{Data: data, Err: r.GetErr()})
+	}
+	return snap, nil
+}
+
+func (c *grpcClient) Teardown(ctx context.Context) error {
+	if _, err := c.client.Teardown(ctx, &pb.TeardownRequest{}); err != nil {
+		return callError(ctx, "Teardown", err)
+	}
+	return nil
+}
+
+// callError turns the error of a call to the plugin's method into one line that names the
+// method. A call cut short by ctx wraps ctx's error, so that errors.Is finds it; an error the
+// plugin returned keeps its text; a broken connection (the plugin died) says so.
+func callError(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %s: %w", method, ctx.Err())
+	}
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.Unavailable:
+		return fmt.Errorf("plugin %s: lost the connection to the plugin (did it exit?): %s", method, st.Message())
+	case codes.Unknown:
+		return fmt.Errorf("plugin %s: %s", method, st.Message())
+	default:
+		return fmt.Errorf("plugin %s: %s: %s", method, st.Code(), st.Message())
+	}
+}
+
+// timestampOf and timeOf carry the zero time as an unset timestamp, so that it stays zero.
+func timestampOf(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func timeOf(ts *timestamppb.Timestamp) time.Time {
+	if ts == nil {
+		return time.Time{}
+	}
+	return ts.AsTime()
+}

@@ -1,0 +1,319 @@
+//go:build linux
+
+// Process groups, parent-death signals and /proc are Linux facilities; plugins run on Linux.
+
+package cem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// leftoverTimeout bounds how long a SIGKILLed process group may take to end.
+const leftoverTimeout = 10 * time.Second
+
+// PidFileSuffix ends the name of every pid file StartProcess writes, so that KillLeftovers
+// finds them and nothing else.
+const PidFileSuffix = ".cem.pid"
+
+// ProcessSpec says how to start one server process.
+type ProcessSpec struct {
+	// Name names the process in messages and names its files: Dir/Name.log and
+	// Dir/Name+PidFileSuffix.
+	Name string
+	// Dir is the process's working directory; it must exist.
+	Dir  string
+	Path string   // the binary
+	Args []string // arguments after the binary
+	Env  []string // environment; nil inherits the plugin's
+}
+
+// Process is a server started by StartProcess: the leader of a process group of its own, so
+// that every child it forks (a Redis BGSAVE child, for one) is signalled with it.
+type Process struct {
+	Name    string
+	Pid     int    // also the process group ID
+	LogPath string // stdout and stderr
+	pidPath string
+	start   uint64 // start time, to tell the process from a later one that reuses its pid
+
+	exited  chan struct{} // closed once the leader has been reaped
+	waitErr error         // the leader's exit status, set before exited is closed
+
+	mu     sync.Mutex
+	killed bool // Kill has confirmed the group gone
+}
+
+// StartProcess starts spec's binary in its own process group, with its output appended to
+// Dir/Name.log and its pid recorded in Dir/Name.cem.pid. The process gets SIGKILL if the
+// plugin dies; the pid file lets KillLeftovers end whatever it forked.
+func StartProcess(spec ProcessSpec) (*Process, error) {
+	logPath := filepath.Join(spec.Dir, spec.Name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	defer logFile.Close() // the child holds its own copy
+
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	// Pdeathsig fires when the thread that forked the child exits, not the process: fork from
+	// a thread that stays locked for the call so the runtime cannot retire it under us.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+
+	p := &Process{
+		Name:    spec.Name,
+		Pid:     cmd.Process.Pid,
+		LogPath: logPath,
+		pidPath: filepath.Join(spec.Dir, spec.Name+PidFileSuffix),
+		exited:  make(chan struct{}),
+	}
+	// The child is not reaped before Wait, so its stat is readable even if it already exited.
+	st, statErr := readStat(p.Pid)
+	p.start = st.startTime
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := errors.Join(statErr, writePidFile(p.pidPath, p.Pid, p.start)); err != nil {
+		_ = killGroup(p.Pid)
+		<-p.exited
+		return nil, fmt.Errorf("start %s: pid file: %w", spec.Name, err)
+	}
+	return p, nil
+}
+
+// Exited is closed once the process has exited and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Wait waits for the process to exit and returns its exit status, as exec.Cmd.Wait does.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.exited:
+		return p.waitErr
+	case <-ctx.Done():
+		return fmt.Errorf("wait for %s (pid %d) to exit: %w", p.Name, p.Pid, ctx.Err())
+	}
+}
+
+// Running tells whether the process has not exited yet.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop suspends every process of the group (SIGSTOP).
+func (p *Process) Stop() error { return p.signalGroup(syscall.SIGSTOP) }
+
+// Cont resumes every process of the group (SIGCONT).
+func (p *Process) Cont() error { return p.signalGroup(syscall.SIGCONT) }
+
+func (p *Process) signalGroup(sig syscall.Signal) error {
+	if !p.Running() {
+		return fmt.Errorf("%s %s (pid %d): the process has exited", sig, p.Name, p.Pid)
+	}
+	if err := syscall.Kill(-p.Pid, sig); err != nil {
+		return fmt.Errorf("%s %s (process group %d): %w", sig, p.Name, p.Pid, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the whole process group (a stopped group too), reaps the leader,
+// waits until no member of the group is left alive and removes the pid file. Killing a
+// process that is already dead is not an error.
+func (p *Process) Kill(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed {
+		return nil
+	}
+	if err := killGroupOf(ctx, p.Pid, p.start); err != nil {
+		return fmt.Errorf("kill %s: %w", p.Name, err)
+	}
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		return fmt.Errorf("kill %s (pid %d): leader not reaped: %w", p.Name, p.Pid, ctx.Err())
+	}
+	p.killed = true
+	if err := os.Remove(p.pidPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("kill %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// killGroupOf SIGKILLs the process group that the process (pid, start) leads or led, and waits
+// until no member is left alive. When pid now names a process started at another time, the pid
+// was reused after the group ended and the group there is someone else's: it is left alone.
+// While the old group has members its ID cannot be reused, so a leader that is gone does not
+// keep its orphans from being killed.
+func killGroupOf(ctx context.Context, pid int, start uint64) error {
+	if st, err := readStat(pid); err == nil && st.startTime != start {
+		return nil
+	}
+	if err := killGroup(pid); err != nil {
+		return err
+	}
+	return waitGroupGone(ctx, pid)
+}
+
+// killGroup sends SIGKILL to process group pgid; a group that no longer exists is fine.
+func killGroup(pgid int) error {
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("SIGKILL process group %d: %w", pgid, err)
+	}
+	return nil
+}
+
+// waitGroupGone waits until no live (non-zombie) process is left in group pgid. A SIGKILLed
+// child of the server is reparented and reaped by someone else; until it is gone it may still
+// be writing the server's data directory.
+func waitGroupGone(ctx context.Context, pgid int) error {
+	return WaitFor(ctx, leftoverTimeout, fmt.Sprintf("process group %d to end", pgid),
+		func(context.Context) (bool, error) {
+			alive, err := groupAlive(pgid)
+			return !alive, err
+		})
+}
+
+// groupAlive tells whether some process of group pgid is alive (not a zombie).
+func groupAlive(pgid int) (bool, error) {
+	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+		return false, nil
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false, fmt.Errorf("list processes: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// procStat holds the fields of /proc/<pid>/stat that identify a process.
+type procStat struct {
+	state     byte
+	pgrp      int
+	startTime uint64 // clock ticks after boot: with the pid, unique to one process
+}
+
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command name is in parentheses and may hold spaces or parentheses itself.
+	s := string(b)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(s[end+1:]) // f[0] is field 3 (state)
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	pgrp, err1 := strconv.Atoi(f[2])                // field 5
+	start, err2 := strconv.ParseUint(f[19], 10, 64) // field 22
+	if err := errors.Join(err1, err2); err != nil {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, startTime: start}, nil
+}
+
+// writePidFile records pid and its start time, so that a later sweep does not kill a process
+// that merely reuses the pid. It writes a temporary file and renames it, so a sweep never reads
+// half a file.
+func writePidFile(path string, pid int, start uint64) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", pid, start), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// KillLeftovers walks dir for the pid files StartProcess writes and SIGKILLs the process group
+// each one names, then removes the file. It is what cleans a cluster directory after a plugin
+// died without tearing its cluster down: Pdeathsig ended the servers, but not what they forked.
+// A group whose leader is alive but was started after the pid file (the pid was reused) is left
+// alone. A directory that does not exist holds no leftovers.
+func KillLeftovers(dir string) error {
+	// SIGKILL cannot be refused, so the groups end at once; the bound only guards against a
+	// process stuck in the kernel.
+	ctx, cancel := context.WithTimeout(context.Background(), leftoverTimeout)
+	defer cancel()
+	var errs []error
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), PidFileSuffix) {
+			return nil
+		}
+		if err := killPidFile(ctx, path); err != nil {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sweep %s: %w", dir, err))
+	}
+	return errors.Join(errs...)
+}
+
+func killPidFile(ctx context.Context, path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("pid file %s: %w", path, err)
+	}
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil || pid <= 1 {
+		return fmt.Errorf("pid file %s: malformed %q", path, strings.TrimSpace(string(b)))
+	}
+	if err := killGroupOf(ctx, pid, start); err != nil {
+		return fmt.Errorf("pid file %s: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("pid file %s: %w", path, err)
+	}
+	return nil
+}

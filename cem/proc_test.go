@@ -1,0 +1,316 @@
+//go:build linux
+
+package cem
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTest starts a process for a test and kills its group when the test ends, whatever
+// happens.
+func startTest(t *testing.T, dir, name string, args ...string) *Process {
+	t.Helper()
+	p, err := StartProcess(ProcessSpec{Name: name, Dir: dir, Path: args[0], Args: args[1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Kill(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return p
+}
+
+// shellWithChild starts sh that forks a long sleep into its group, records the child's pid in
+// dir/child, then sleeps itself; it returns the shell and the child's pid.
+func shellWithChild(t *testing.T, dir, name string) (*Process, int) {
+	t.Helper()
+	p := startTest(t, dir, name, "/bin/sh", "-c", "sleep 300 & echo $! > child; exec sleep 301")
+	return p, readPid(t, filepath.Join(dir, "child"))
+}
+
+// readPid waits until a shell has written a pid into path.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	var pid int
+	err := WaitFor(context.Background(), 5*time.Second, path, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false, nil
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// alive tells whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	st, err := readStat(pid)
+	return err == nil && st.state != 'Z' && st.state != 'X'
+}
+
+// state returns pid's state letter from /proc, failing the test when it has gone.
+func state(t *testing.T, pid int) byte {
+	t.Helper()
+	st, err := readStat(pid)
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	return st.state
+}
+
+func TestStartProcessFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := startTest(t, dir, "echo", "/bin/sh", "-c", "echo out; echo err >&2; exec sleep 300")
+	pidFile := filepath.Join(dir, "echo"+PidFileSuffix)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(string(b)); len(f) != 2 || f[0] != strconv.Itoa(p.Pid) {
+		t.Errorf("pid file holds %q, want pid %d and a start time", b, p.Pid)
+	}
+	if pg, err := syscall.Getpgid(p.Pid); err != nil || pg != p.Pid {
+		t.Errorf("process group of %d is %d (%v), want its own", p.Pid, pg, err)
+	}
+	err = WaitFor(context.Background(), 5*time.Second, "log lines", func(context.Context) (bool, error) {
+		b, err := os.ReadFile(p.LogPath)
+		return err == nil && strings.Contains(string(b), "out\n") && strings.Contains(string(b), "err\n"), nil
+	})
+	if err != nil {
+		t.Error(err)
+	}
+	if err := p.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(pidFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file after Kill: %v, want it removed", err)
+	}
+}
+
+func TestStartProcessMissingBinary(t *testing.T) {
+	dir := t.TempDir()
+	_, err := StartProcess(ProcessSpec{Name: "x", Dir: dir, Path: filepath.Join(dir, "no-such-binary")})
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "no-such-binary") {
+		t.Fatalf("err = %v, want a one-line error naming the binary", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x"+PidFileSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pid file of a process that never started: %v", err)
+	}
+}
+
+func TestKillReapsWholeGroup(t *testing.T) {
+	tests := []struct {
+		name string
+		prep func(t *testing.T, p *Process) // what happens to the leader before Kill
+	}{
+		{"running", func(*testing.T, *Process) {}},
+		{"stopped", func(t *testing.T, p *Process) {
+			if err := p.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		// A BGSAVE child outliving its server: the leader is gone, its child is not.
+		{"leader dead", func(t *testing.T, p *Process) {
+			if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-p.Exited()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p, child := shellWithChild(t, dir, "server")
+			tt.prep(t, p)
+			if !alive(child) {
+				t.Fatalf("child %d died before Kill", child)
+			}
+			if err := p.Kill(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if p.Running() {
+				t.Error("leader still running after Kill")
+			}
+			if alive(child) {
+				t.Errorf("child %d still alive after Kill", child)
+			}
+			if err := p.Kill(context.Background()); err != nil {
+				t.Errorf("second Kill: %v", err)
+			}
+		})
+	}
+}
+
+func TestKillExitedProcess(t *testing.T) {
+	p := startTest(t, t.TempDir(), "exit3", "/bin/sh", "-c", "exit 3")
+	var ee *exec.ExitError
+	if err := p.Wait(context.Background()); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("Wait = %v, want exit status 3", err)
+	}
+	if err := p.Kill(context.Background()); err != nil {
+		t.Errorf("Kill of an exited process: %v", err)
+	}
+	if err := p.Stop(); err == nil {
+		t.Error("Stop of an exited process succeeded")
+	}
+}
+
+func TestStopCont(t *testing.T) {
+	p, child := shellWithChild(t, t.TempDir(), "server")
+	for _, step := range []struct {
+		name string
+		do   func() error
+		want byte
+	}{
+		{"stop", p.Stop, 'T'},
+		{"cont", p.Cont, 'S'},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range []int{p.Pid, child} {
+			pid := pid
+			err := WaitFor(context.Background(), 5*time.Second, fmt.Sprintf("%s of %d", step.name, pid),
+				func(context.Context) (bool, error) { return state(t, pid) == step.want, nil })
+			if err != nil {
+				t.Errorf("%v (state %c)", err, state(t, pid))
+			}
+		}
+	}
+}
+
+func TestWaitContext(t *testing.T) {
+	p := startTest(t, t.TempDir(), "sleep", "/bin/sleep", "300")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Wait = %v, want the context's deadline", err)
+	}
+}
+
+func TestKillLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "replica-0")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A plugin that died: its server's leader went with it (Pdeathsig), its child did not,
+	// and the pid file stayed.
+	p, child := shellWithChild(t, sub, "server")
+	if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Exited()
+	// A pid file whose pid now names another process (started later) must not be obeyed.
+	other := startTest(t, t.TempDir(), "other", "/bin/sleep", "300")
+	stale := filepath.Join(dir, "stale"+PidFileSuffix)
+	if err := writePidFile(stale, other.Pid, other.start+1); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := KillLeftovers(dir); err != nil {
+		t.Fatal(err)
+	}
+	if alive(child) {
+		t.Errorf("leftover child %d still alive", child)
+	}
+	if !other.Running() {
+		t.Error("KillLeftovers killed a process that only reused a recorded pid")
+	}
+	for _, f := range []string{filepath.Join(sub, "server"+PidFileSuffix), stale} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the sweep: %v, want it removed", f, err)
+		}
+	}
+	if err := KillLeftovers(dir); err != nil {
+		t.Errorf("second sweep: %v", err)
+	}
+	if err := KillLeftovers(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("sweep of a missing directory: %v", err)
+	}
+}
+
+func TestKillLeftoversMalformed(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad"+PidFileSuffix)
+	if err := os.WriteFile(bad, []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := KillLeftovers(dir)
+	if err == nil || !strings.Contains(err.Error(), bad) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err = %v, want a one-line error naming %s", err, bad)
+	}
+}
+
+// TestParentDeathKillsServer runs this test binary as a stand-in plugin that starts a server
+// and prints its pid, SIGKILLs the stand-in, and checks that the server died with it.
+func TestParentDeathKillsServer(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "CEM_HELPER_PLUGIN_DIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if err := KillLeftovers(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("stand-in plugin printed no pid: %v", err)
+	}
+	server, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("stand-in plugin printed %q", line)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	err = WaitFor(context.Background(), 5*time.Second, "server to die with its plugin",
+		func(context.Context) (bool, error) { return !alive(server), nil })
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// TestMain turns the test binary into the stand-in plugin of TestParentDeathKillsServer when
+// asked to: it starts a server, prints its pid and waits to be killed.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("CEM_HELPER_PLUGIN_DIR"); dir != "" {
+		p, err := StartProcess(ProcessSpec{Name: "server", Dir: dir, Path: "/bin/sleep", Args: []string{"300"}})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(p.Pid)
+		time.Sleep(time.Minute) // the test kills this process long before
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
