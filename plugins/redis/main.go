@@ -1,0 +1,15 @@
+// Command redis is modulo's Redis plugin: it realises the DRMs S/S/R, S/L/R and S/CL/R on
+// redis-server (Debian's 7.0 by default), driven by modulo over the plugin protocol of package
+// cem.
+//
+// Each replica is one redis-server on 127.0.0.1:BasePort+i with a directory of its own
+// (replica-i: redis.conf, data, redis-server.log, pid file), in a process group of its own.
+// The plugin keeps the model's abstract state, so each step knows the links and who is online,
+// suspended or crashed; realise.go says how each kind of transition becomes signals, REPLICAOF
+// commands, writes and restarts, and every wait observes the servers (INFO, GET) rather than
+// sleeping. The configuration keys are those of Config.
+package main
+
+import "github.com/modulo-testing/modulo/cem"
+
+func main() { cem.Serve(New()) }

@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+)
+
+func TestInfo(t *testing.T) {
+	info, err := New().Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "redis" || info.Version == "" || info.Capabilities.PortsPerReplica != 1 ||
+		strings.Join(info.Capabilities.DRMs, ",") != "ssr,slr,sclr" {
+		t.Errorf("Info = %+v", info)
+	}
+	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(info.ServerVersion) {
+		t.Errorf("ServerVersion = %q, want the server's x.y.z", info.ServerVersion)
+	}
+}
+
+// oneLine fails the test unless err is a single line containing every part.
+func oneLine(t *testing.T, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want one naming %q", parts)
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error spans lines: %q", err)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Errorf("error %q does not name %q", err, p)
+		}
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "redis-server")
+	spec := testSpec(t, "slr", 1, 3, "server = "+strconv.Quote(missing))
+	p := New()
+	err := p.Start(context.Background(), spec)
+	oneLine(t, err, missing, "not found")
+	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
+	}
+	if err := p.Teardown(context.Background()); err != nil {
+		t.Errorf("Teardown after a failed Start: %v", err)
+	}
+	p.cfg.Server = missing
+	_, err = p.Info(context.Background())
+	oneLine(t, err, missing)
+}
+
+func TestBusyPort(t *testing.T) {
+	spec := testSpec(t, "slr", 1, 3, "")
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(spec.BasePort+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	p := New()
+	err = p.Start(context.Background(), spec)
+	oneLine(t, err, "port 127.0.0.1:"+strconv.Itoa(spec.BasePort+1)+" is already in use")
+	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
+	}
+}
+
+// TestServerExitsAtStart: a binary that exits at once makes Start fail with the reason, and
+// leaves nothing behind.
+func TestServerExitsAtStart(t *testing.T) {
+	spec := testSpec(t, "sclr", 1, 2, `server = "/bin/false"`)
+	p := New()
+	err := p.Start(context.Background(), spec)
+	oneLine(t, err, "replica 0", "exited unexpectedly")
+	if err := p.Teardown(context.Background()); err != nil {
+		t.Errorf("Teardown after a failed Start: %v", err)
+	}
+}
+
+func TestStartTeardown(t *testing.T) {
+	spec := testSpec(t, "slr", 1, 3, "")
+	p := New()
+	if err := p.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if got := serversOn(t, spec.BasePort, 3); len(got) != 3 {
+		t.Errorf("servers after Start: %v, want 3", got)
+	}
+	// The initial chain of S/L/R is linked and in sync: a write on 0 reaches 2 by replication.
+	for i, want := range []int{-1, 0, 1} {
+		if p.reps[i].link != want {
+			t.Errorf("replica %d links to %d, want %d", i, p.reps[i].link, want)
+		}
+	}
+	if err := p.Start(context.Background(), spec); err == nil {
+		t.Error("a second Start on a running cluster succeeded")
+	}
+	for range 2 {
+		if err := p.Teardown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+			t.Errorf("servers left after Teardown: %v", left)
+		}
+	}
+	pids, _ := filepath.Glob(filepath.Join(spec.Dir, "*", "*"+cem.PidFileSuffix))
+	if len(pids) > 0 {
+		t.Errorf("pid files left: %v", pids)
+	}
+	if _, err := p.Apply(context.Background(), cem.Step{Transition: "D[1,0,0]"}); err == nil {
+		t.Error("Apply after Teardown succeeded")
+	}
+}
+
+// TestApplyActions checks that each step reports its concrete actions, with times, and that a
+// transition the model does not enable is refused.
+func TestApplyActions(t *testing.T) {
+	ctx := context.Background()
+	p := startCluster(t, testSpec(t, "ssr", 1, 3, ""))
+	if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "C[0]<-,-,->"}); err == nil ||
+		!strings.Contains(err.Error(), "is not enabled") {
+		t.Errorf("a convergence with everybody online: %v, want a refusal", err)
+	}
+	before := time.Now()
+	rep, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,1,1]"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whats []string
+	for _, a := range rep.Actions {
+		if a.Time.Before(before) || a.Time.After(time.Now()) {
+			t.Errorf("action %q at %v, outside the step", a.What, a.Time)
+		}
+		whats = append(whats, strconv.Itoa(a.Replica)+" "+a.What)
+	}
+	// Replica 0 is suspended before the write, 1 and 2 (no links yet) each take it, then both
+	// are suspended too.
+	got := strings.Join(whats, "; ")
+	for _, want := range []string{"0 SIGSTOP", "1 SET k1.1 test:1.1", "2 SET k1.1 test:1.1", "1 SIGSTOP", "2 SIGSTOP"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("actions %q lack %q", got, want)
+		}
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range snap.Replicas {
+		if !strings.Contains(r.Err, "suspended") {
+			t.Errorf("replica %d read while suspended: %+v", i, r)
+		}
+	}
+}
+
+// TestNotReached: a step whose state cannot be reached in time says which replica it waited
+// for and what it saw last.
+func TestNotReached(t *testing.T) {
+	ctx := context.Background()
+	p := startCluster(t, testSpec(t, "slr", 1, 3, ""))
+	if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[1,0,0]"}); err != nil {
+		t.Fatal(err)
+	}
+	// Replica 1 lost its link and must resync in full: not within a microsecond.
+	p.spec.StepTimeout = time.Microsecond
+	_, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]<-,0,1>"})
+	var nr *cem.NotReachedError
+	if !errors.As(err, &nr) {
+		t.Fatalf("err = %v, want a *cem.NotReachedError", err)
+	}
+	if nr.Step != 1 || !strings.HasPrefix(nr.Awaited, "replica 1 in sync with replica 0") {
+		t.Errorf("NotReachedError = %+v", nr)
+	}
+	if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]<-,0,1>"}); err == nil || cem.IsNotReached(err) {
+		t.Errorf("Apply after a failed step: %v, want a refusal", err)
+	}
+}
+
+// TestCrashKillsGroup: an S/CL/R crash leaves no process of the replica's group, and the
+// restart serves the replica's own data.
+func TestCrashKillsGroup(t *testing.T) {
+	ctx := context.Background()
+	p := startCluster(t, testSpec(t, "sclr", 1, 2, ""))
+	pids := []int{p.reps[0].proc.Pid, p.reps[1].proc.Pid}
+	// Replica 1 crashes before the write, replica 0 after it.
+	if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[1,0](c,c)"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && !strings.Contains(string(b), ") Z ") {
+			t.Errorf("crashed replica's process %d is alive: %s", pid, b)
+		}
+	}
+	if _, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]<-,->"}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both restart from their own AOF as primaries: 0 with the write, 1 without.
+	want := []int{1, 0}
+	for i, r := range snap.Replicas {
+		if r.Err != "" || len(r.Data) != want[i] || want[i] == 1 && r.Data["k1.1"] != "test:1.1" {
+			t.Errorf("replica %d holds %+v, want %d keys", i, r, want[i])
+		}
+	}
+}
+
+// buildPlugin builds the plugin binary into the test's directory.
+func buildPlugin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "redis-plugin")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestThroughPlugin runs a schedule through the built plugin binary over the plugin protocol.
+func TestThroughPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary")
+	}
+	ctx := context.Background()
+	c, err := cem.Launch(ctx, buildPlugin(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Info(ctx)
+	if err != nil || info.Name != "redis" {
+		t.Fatalf("Info = %+v, %v", info, err)
+	}
+	spec := testSpec(t, "slr", 1, 3, "")
+	s := schedule{id: "plugin"}
+	for _, text := range []string{"D[1,0,0]", "C[0,1]<-,0,1>"} {
+		tr, err := aem.ParseTransition(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.steps = append(s.steps, tr)
+	}
+	out, err := runScheduleOn(t, c, spec, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := differences(out.snap); d != "" || out.snap.Replicas[2].Data["k1.1"] != "plugin:1.1" {
+		t.Errorf("replicas after the schedule: %+v %s", out.snap, d)
+	}
+	if len(out.reports) != 2 || len(out.reports[1].Actions) == 0 {
+		t.Errorf("reports = %+v", out.reports)
+	}
+	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
+	}
+}
+
+// TestPluginDeathEndsServers: when the plugin process dies with a cluster running, its
+// servers die with it, and KillLeftovers finds nothing left to kill.
+func TestPluginDeathEndsServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the plugin binary")
+	}
+	ctx := context.Background()
+	c, err := cem.Launch(ctx, buildPlugin(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := testSpec(t, "ssr", 1, 3, "")
+	if err := c.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cem.KillLeftovers(spec.Dir); err != nil {
+			t.Error(err)
+		}
+	}()
+	if n := len(serversOn(t, spec.BasePort, 3)); n != 3 {
+		t.Fatalf("%d servers running, want 3", n)
+	}
+	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = cem.WaitFor(ctx, 5*time.Second, "servers to die with the plugin", func(context.Context) (bool, error) {
+		return len(serversOn(t, spec.BasePort, 3)) == 0, nil
+	})
+	if err != nil {
+		t.Error(err, serversOn(t, spec.BasePort, 3))
+	}
+}
