@@ -8,6 +8,7 @@ import (
 
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmd/gen"
+	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmd/show"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
@@ -30,6 +31,6 @@ replays them on real clusters and compares every replica's data afterwards.`,
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usage(err) })
-	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil))
+	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil), run.NewCmd(out, nil))
 	return cmd
 }

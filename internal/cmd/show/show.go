@@ -93,14 +93,6 @@ func Run(opts *Options) error {
 }
 
 func print(w io.Writer, g *aem.Graph, s schedules.Schedule) error {
-	nodes, err := g.Follow(s.Steps)
-	if err != nil {
-		return fmt.Errorf("schedule %s: %w", s.ID, err)
-	}
 	fmt.Fprintf(w, "\nschedule %s (line %d)\n", s.ID, s.Line)
-	fmt.Fprintf(w, "  %-3s %-38s %s\n", "", "start", g.Root().State.String())
-	for i := range s.Steps {
-		fmt.Fprintf(w, "  %-3d %-38s %s\n", i+1, s.Steps[i].Paper(), nodes[i].State.String())
-	}
-	return nil
+	return schedules.Render(w, g, s)
 }

@@ -1,0 +1,155 @@
+package executor
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/modulo-testing/modulo/cem"
+)
+
+// Divergence is how the replicas of a snapshot differ: the replicas that could not be read,
+// and every key on which the others disagree.
+type Divergence struct {
+	Replicas   int
+	Unreadable []Unreadable
+	Keys       []KeyDiff // sorted by key
+}
+
+// Unreadable is a replica whose data could not be read.
+type Unreadable struct {
+	Replica int
+	Err     string
+}
+
+// KeyDiff is one key on which the readable replicas disagree.
+type KeyDiff struct {
+	Key string
+	// Values holds each replica's value, by replica; an unreadable replica's is absent.
+	Values []Value
+}
+
+// Value is one replica's value of a key.
+type Value struct {
+	Text    string
+	Present bool
+}
+
+// Compare compares every replica's data. A replica that could not be read counts as
+// diverged; the others must hold the same keys with the same values.
+func Compare(snap cem.Snapshot) Divergence {
+	d := Divergence{Replicas: len(snap.Replicas)}
+	var readable []int
+	keys := map[string]bool{}
+	for i, r := range snap.Replicas {
+		if r.Err != "" {
+			d.Unreadable = append(d.Unreadable, Unreadable{Replica: i, Err: r.Err})
+			continue
+		}
+		readable = append(readable, i)
+		for k := range r.Data {
+			keys[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		values := make([]Value, len(snap.Replicas))
+		for _, i := range readable {
+			v, ok := snap.Replicas[i].Data[k]
+			values[i] = Value{Text: v, Present: ok}
+		}
+		first := values[readable[0]]
+		for _, i := range readable[1:] {
+			if values[i] != first {
+				d.Keys = append(d.Keys, KeyDiff{Key: k, Values: values})
+				break
+			}
+		}
+	}
+	return d
+}
+
+// Converged tells whether every replica was read and all hold the same data.
+func (d Divergence) Converged() bool { return len(d.Unreadable) == 0 && len(d.Keys) == 0 }
+
+// DetailKeys and detailValueLen cap the one-line detail of a divergence: the failure folder
+// holds the complete one.
+const (
+	DetailKeys     = 3
+	detailValueLen = 40
+)
+
+// Line says in one line how the replicas differ, naming at most DetailKeys keys.
+func (d Divergence) Line() string {
+	var parts []string
+	for _, u := range d.Unreadable {
+		parts = append(parts, fmt.Sprintf("replica %d unreadable: %s", u.Replica, firstLine(u.Err)))
+	}
+	if n := len(d.Keys); n > 0 {
+		var ks []string
+		for _, k := range d.Keys[:min(n, DetailKeys)] {
+			ks = append(ks, fmt.Sprintf("%s (%s)", k.Key, d.values(k)))
+		}
+		s := fmt.Sprintf("%d %s: %s", n, plural(n, "key differs", "keys differ"), strings.Join(ks, ", "))
+		if n > DetailKeys {
+			s += fmt.Sprintf(", and %d more", n-DetailKeys)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Report says in full how the replicas differ: every unreadable replica, every differing key
+// with every replica's value.
+func (d Divergence) Report() string {
+	var b strings.Builder
+	for _, u := range d.Unreadable {
+		fmt.Fprintf(&b, "replica %d could not be read: %s\n", u.Replica, u.Err)
+	}
+	if n := len(d.Keys); n > 0 {
+		fmt.Fprintf(&b, "%d %s:\n", n, plural(n, "key differs", "keys differ"))
+		for _, k := range d.Keys {
+			fmt.Fprintf(&b, "  %s\n", k.Key)
+			for i := range d.Replicas {
+				fmt.Fprintf(&b, "    replica %d: %s\n", i, d.value(k, i, 0))
+			}
+		}
+	}
+	return b.String()
+}
+
+// values renders every replica's value of k for the one-line detail: "r0="v1" r1=<missing>".
+func (d Divergence) values(k KeyDiff) string {
+	vs := make([]string, d.Replicas)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("r%d=%s", i, d.value(k, i, detailValueLen))
+	}
+	return strings.Join(vs, " ")
+}
+
+// value renders replica i's value of k, quoted, cut to maxLen bytes when maxLen > 0.
+func (d Divergence) value(k KeyDiff, i, maxLen int) string {
+	if slices.ContainsFunc(d.Unreadable, func(u Unreadable) bool { return u.Replica == i }) {
+		return "<unreadable>"
+	}
+	v := k.Values[i]
+	if !v.Present {
+		return "<missing>"
+	}
+	if maxLen > 0 && len(v.Text) > maxLen {
+		return fmt.Sprintf("%q...", v.Text[:maxLen])
+	}
+	return fmt.Sprintf("%q", v.Text)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

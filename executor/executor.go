@@ -1,0 +1,479 @@
+// Package executor runs schedules on real clusters through a DRM's plugin and judges each:
+// pass when every replica ends with the same data, fail when they differ, incomplete when the
+// cluster never reached the state a step needed, error when the harness itself failed.
+//
+// Workers run schedules side by side, each with a plugin process and a cluster of its own:
+// its own port range and its own directory. A plugin that dies or hangs costs the schedule it
+// was running: the worker sweeps the dead plugin's servers and starts a new plugin for the
+// next one. Cancelling the context stops the run cleanly: every cluster is torn down, nothing
+// recorded is lost, and the schedules cut short are not recorded, so that running the
+// campaign again runs them.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// Plugin is a running plugin process: the CEM it serves, and the process itself.
+// *cem.Client is one.
+type Plugin interface {
+	cem.CEM
+	// Exited tells whether the process has exited.
+	Exited() bool
+	// Close ends the process; it is safe to call twice.
+	Close() error
+}
+
+// Launcher starts a plugin process; ctx bounds the start.
+type Launcher func(ctx context.Context) (Plugin, error)
+
+// Campaign is what Run runs, and with what.
+type Campaign struct {
+	Header schedules.Header
+	// Next returns the next schedule to run, or io.EOF after the last. Run calls it from one
+	// goroutine.
+	Next func() (schedules.Schedule, error)
+	// Total is how many schedules Next yields, for progress.
+	Total uint64
+	// Info is what the plugin said of itself before the run; records carry its versions.
+	Info cem.Info
+	// PluginConfig is the plugin's table of the configuration, as TOML.
+	PluginConfig []byte
+	Launch       Launcher
+	Store        *results.Store
+	Workers      int
+	// BasePort is worker 0's first port; worker k's range starts Stride ports after k-1's.
+	BasePort    int
+	StepTimeout time.Duration
+	// CallTimeout bounds each call to the plugin; a plugin that has not answered by then is
+	// taken for hung and replaced. Zero means DefaultCallTimeout.
+	CallTimeout time.Duration
+	// Progress, when set, is called with the counts so far after every verdict, skipped
+	// schedules included. Calls never overlap.
+	Progress func(Summary)
+}
+
+// TeardownTimeout bounds the teardown of a cluster after its schedule, and the cleanup after
+// an interrupt, which runs on a context of its own since the run's is cancelled: stopping a
+// few local servers takes well under a second.
+const TeardownTimeout = 15 * time.Second
+
+// DefaultCallTimeout is the call timeout for a step timeout and cluster size: a plugin's Start
+// may wait for each replica in turn, each wait bounded by the step timeout, so the bound
+// leaves room for every replica and two more waits. It only catches a plugin that hangs.
+func DefaultCallTimeout(stepTimeout time.Duration, replicas int) time.Duration {
+	return time.Duration(replicas+2) * stepTimeout
+}
+
+// Stride is how many ports apart the ranges of two workers start: what a cluster needs,
+// rounded up to a multiple of 10 so that worker k's ports are easy to tell in logs.
+func Stride(replicas, portsPerReplica int) int {
+	n := replicas * portsPerReplica
+	return (n + 9) / 10 * 10
+}
+
+// Summary counts a campaign's verdicts, those recorded by earlier runs included.
+type Summary struct {
+	Total                         uint64 // schedules the campaign was given
+	Pass, Fail, Incomplete, Error int
+	// Skipped counts the schedules recorded by an earlier run, and not run again.
+	Skipped int
+	// Interrupted tells that the run was cancelled before every schedule had a verdict.
+	Interrupted bool
+}
+
+// Schedules is how many schedules have a verdict.
+func (s Summary) Schedules() int { return s.Pass + s.Fail + s.Incomplete + s.Error }
+
+// Ran is how many schedules this run ran.
+func (s Summary) Ran() int { return s.Schedules() - s.Skipped }
+
+// String is the summary line: "schedules: N, pass: N, fail: N, incomplete: N, error: N".
+func (s Summary) String() string {
+	return fmt.Sprintf("schedules: %d, pass: %d, fail: %d, incomplete: %d, error: %d",
+		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error)
+}
+
+func (s *Summary) add(v results.Verdict) {
+	switch v {
+	case results.Pass:
+		s.Pass++
+	case results.Fail:
+		s.Fail++
+	case results.Incomplete:
+		s.Incomplete++
+	default:
+		s.Error++
+	}
+}
+
+// Run runs the campaign's schedules and records each verdict in c.Store, skipping schedules it
+// already holds. When ctx is cancelled it stops every worker, tears every cluster down and
+// returns a summary marked Interrupted. It returns an error when the schedules cannot be read
+// or the results cannot be written; the summary then counts what was recorded.
+func Run(ctx context.Context, c Campaign) (Summary, error) {
+	if c.Workers < 1 || c.StepTimeout <= 0 {
+		return Summary{}, fmt.Errorf("run: %d workers and a step timeout of %v: both must be positive", c.Workers, c.StepTimeout)
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout(c.StepTimeout, c.Header.Params.Replicas)
+	}
+	// Plugins run their servers in directories of their own: a relative path would not hold.
+	workRoot, err := filepath.Abs(filepath.Join(c.Store.Dir(), results.WorkDir))
+	if err != nil {
+		return Summary{}, fmt.Errorf("work directory: %w", err)
+	}
+	// A run that was killed outright leaves its cluster directories: end what they started.
+	if err := cem.KillLeftovers(workRoot); err != nil {
+		return Summary{}, fmt.Errorf("sweep the last run's clusters: %w", err)
+	}
+	if err := os.RemoveAll(workRoot); err != nil {
+		return Summary{}, fmt.Errorf("clear %s: %w", workRoot, err)
+	}
+
+	// A fault of the run itself (the records cannot be written) cancels runCtx with its cause;
+	// only ctx's cancellation is an interrupt.
+	runCtx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
+
+	r := &run{c: c, summary: Summary{Total: c.Total}}
+	jobs := make(chan schedules.Schedule)
+	var readErr error
+	go func() {
+		defer close(jobs)
+		readErr = r.feed(runCtx, jobs)
+	}()
+
+	stride := Stride(c.Header.Params.Replicas, c.Info.Capabilities.PortsPerReplica)
+	var wg sync.WaitGroup
+	for k := range c.Workers {
+		w := &worker{
+			run:    r,
+			dir:    filepath.Join(workRoot, fmt.Sprintf("w%d", k)),
+			base:   c.BasePort + k*stride,
+			stride: stride,
+		}
+		wg.Go(func() {
+			if err := w.loop(runCtx, jobs); err != nil {
+				abort(err)
+			}
+		})
+	}
+	wg.Wait()
+	for range jobs { // let the reader see runCtx ended, if it did
+	}
+	_ = os.Remove(workRoot) // empty unless a worker could not clean up, which it reported
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.summary.Interrupted = ctx.Err() != nil && uint64(r.summary.Schedules()) < c.Total
+	if err := context.Cause(runCtx); err != nil && ctx.Err() == nil {
+		return r.summary, err
+	}
+	return r.summary, readErr
+}
+
+// run is the state the reader and the workers share.
+type run struct {
+	c       Campaign
+	mu      sync.Mutex
+	summary Summary
+}
+
+// feed sends the schedules to run to jobs, counting those already recorded as skipped.
+func (r *run) feed(ctx context.Context, jobs chan<- schedules.Schedule) error {
+	for {
+		s, err := r.c.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if v, ok := r.c.Store.Recorded(s.ID); ok {
+			r.count(v, true)
+			continue
+		}
+		select {
+		case jobs <- s:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (r *run) count(v results.Verdict, skipped bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.summary.add(v)
+	if skipped {
+		r.summary.Skipped++
+	}
+	if r.c.Progress != nil {
+		r.c.Progress(r.summary)
+	}
+}
+
+// worker runs one schedule at a time on its own ports and directory, with a plugin process
+// of its own that it starts on first use and replaces when it dies or hangs.
+type worker struct {
+	run    *run
+	dir    string
+	base   int
+	stride int
+	plugin Plugin
+}
+
+// loop runs schedules from jobs until jobs closes or ctx ends. It returns an error only when
+// a verdict cannot be recorded or a plugin cannot be ended.
+func (w *worker) loop(ctx context.Context, jobs <-chan schedules.Schedule) (err error) {
+	defer func() { err = errors.Join(err, w.closePlugin()) }()
+	for s := range jobs {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := w.runOne(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outcome is what running one schedule found.
+type outcome struct {
+	verdict results.Verdict
+	detail  string // one line
+	full    string // complete, for the failure folder; detail when empty
+	actions []results.StepActions
+	snap    *cem.Snapshot
+	// made says the cluster directory was made for this schedule.
+	made bool
+	// replace says the plugin is dead, hung or in a state of which nothing is known.
+	replace bool
+}
+
+func (o *outcome) harness(format string, args ...any) {
+	o.verdict, o.detail = results.Error, fmt.Sprintf(format, args...)
+}
+
+// note adds a problem met after the verdict was reached: a pass becomes an error, since the
+// harness did not do its job, and any other verdict keeps its evidence.
+func (o *outcome) note(problem string) {
+	if o.verdict == results.Pass {
+		o.harness("%s", problem)
+		return
+	}
+	if o.full == "" {
+		o.full = o.detail
+	}
+	o.detail += "; " + problem
+	o.full += "\n" + problem
+}
+
+func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
+	c := &w.run.c
+	rec := results.Record{
+		ID:            s.ID,
+		DRM:           c.Header.DRM.Name,
+		Plugin:        c.Info.Name,
+		PluginVersion: c.Info.Version,
+		ServerVersion: c.Info.ServerVersion,
+		Start:         time.Now(),
+		StepsMS:       []float64{},
+	}
+	o := w.execute(ctx, s, &rec)
+	if err := w.cleanup(ctx, &o); err != nil {
+		return err
+	}
+	rec.End = time.Now()
+	// A schedule cut short by the interrupt has no verdict: the next run runs it. One that got
+	// as far as comparing data has one.
+	if ctx.Err() != nil && o.verdict != results.Pass && o.verdict != results.Fail {
+		return os.RemoveAll(w.dir)
+	}
+	rec.Verdict, rec.Detail = o.verdict, o.detail
+	if o.verdict == results.Pass {
+		// The failure folder, if any, is an earlier run's error, which this pass replaces.
+		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
+			return fmt.Errorf("schedule %s passed: %w", s.ID, err)
+		}
+	} else {
+		f := results.Failure{
+			Header: c.Header, Schedule: s, Record: rec, Detail: o.detail,
+			Actions: o.actions, Snapshot: o.snap,
+		}
+		if o.full != "" {
+			f.Detail = o.full
+		}
+		if o.made {
+			f.Cluster = w.dir
+		}
+		if err := c.Store.WriteFailure(f); err != nil {
+			return err
+		}
+	}
+	if err := c.Store.Append(rec); err != nil {
+		return err
+	}
+	w.run.count(o.verdict, false)
+	return nil
+}
+
+// execute runs schedule s: a plugin, free ports, a fresh directory, then the cluster through
+// every step, then the comparison of the replicas' data.
+func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results.Record) outcome {
+	c := &w.run.c
+	var o outcome
+	if w.plugin == nil {
+		p, err := c.Launch(ctx)
+		if err != nil {
+			o.harness("launch plugin: %v", err)
+			return o
+		}
+		w.plugin = p
+	}
+	if err := cem.CheckPortsFree(w.base, w.stride); err != nil {
+		o.harness("%v", err)
+		return o
+	}
+	if err := errors.Join(os.RemoveAll(w.dir), os.MkdirAll(w.dir, 0o755)); err != nil {
+		o.harness("cluster directory: %v", err)
+		return o
+	}
+	o.made = true
+
+	spec := cem.ClusterSpec{
+		DRM:         c.Header.DRM.Name,
+		Ops:         c.Header.Params.Ops,
+		Replicas:    c.Header.Params.Replicas,
+		Dir:         w.dir,
+		BasePort:    w.base,
+		ScheduleID:  s.ID,
+		Config:      c.PluginConfig,
+		StepTimeout: c.StepTimeout,
+	}
+	t := time.Now()
+	err := w.call(ctx, func(ctx context.Context) error { return w.plugin.Start(ctx, spec) })
+	rec.StartMS = millis(time.Since(t))
+	if err != nil {
+		w.pluginFault(&o, "start", err)
+		return o
+	}
+
+	for i := range s.Steps {
+		text := s.Steps[i].String()
+		var report cem.StepReport
+		t := time.Now()
+		err := w.call(ctx, func(ctx context.Context) (err error) {
+			report, err = w.plugin.Apply(ctx, cem.Step{Index: i, Transition: text})
+			return err
+		})
+		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
+		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
+		var nr *cem.NotReachedError
+		if errors.As(err, &nr) {
+			o.verdict = results.Incomplete
+			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
+			return o
+		}
+		if err != nil {
+			w.pluginFault(&o, fmt.Sprintf("step %d %s", i+1, text), err)
+			return o
+		}
+	}
+
+	var snap cem.Snapshot
+	t = time.Now()
+	err = w.call(ctx, func(ctx context.Context) (err error) {
+		snap, err = w.plugin.Read(ctx)
+		return err
+	})
+	rec.ReadMS = millis(time.Since(t))
+	if err != nil {
+		w.pluginFault(&o, "read", err)
+		return o
+	}
+	if got, want := len(snap.Replicas), c.Header.Params.Replicas; got != want {
+		o.harness("read: the plugin returned %d replicas' data, want %d", got, want)
+		o.replace = true
+		return o
+	}
+	o.snap = &snap
+	if d := Compare(snap); d.Converged() {
+		o.verdict = results.Pass
+	} else {
+		o.verdict, o.detail, o.full = results.Fail, d.Line(), d.Report()
+	}
+	return o
+}
+
+// call calls the plugin within the call timeout.
+func (w *worker) call(ctx context.Context, f func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, w.run.c.CallTimeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("the plugin did not answer within %v: %w", w.run.c.CallTimeout, err)
+	}
+	return err
+}
+
+// pluginFault records a failed call to the plugin as an error verdict. The plugin is
+// replaced after it: it may be dead or hung, and in any case its state is unknown.
+func (w *worker) pluginFault(o *outcome, what string, err error) {
+	o.replace = true
+	if w.plugin.Exited() {
+		o.harness("%s: the plugin exited: %v", what, err)
+		return
+	}
+	o.harness("%s: %v", what, err)
+}
+
+// cleanup tears the cluster down and ends whatever it left running, on a context of its own
+// so that it runs after an interrupt too; then it ends the plugin if it has to be replaced.
+// It returns an error only when a plugin cannot be ended.
+func (w *worker) cleanup(ctx context.Context, o *outcome) error {
+	if o.made {
+		if w.plugin != nil && !w.plugin.Exited() {
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TeardownTimeout)
+			err := w.plugin.Teardown(tctx)
+			cancel()
+			// After a fault of the plugin's, a failed teardown only repeats the fault: the sweep
+			// below is what ends the servers then.
+			if err != nil && !o.replace {
+				o.note(fmt.Sprintf("teardown: %v", err))
+				o.replace = true
+			}
+		}
+		if err := cem.KillLeftovers(w.dir); err != nil {
+			o.note(fmt.Sprintf("kill leftover servers: %v", err))
+		}
+	}
+	if o.replace {
+		return w.closePlugin()
+	}
+	return nil
+}
+
+// closePlugin ends the worker's plugin, if it has one.
+func (w *worker) closePlugin() error {
+	if w.plugin == nil {
+		return nil
+	}
+	err := w.plugin.Close()
+	w.plugin = nil
+	return err
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,417 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+const scheduleFile = "../schedules/testdata/ssr-1x3.sched" // 24 S/S/R schedules, ops=1, 3 replicas
+
+func readSchedules(t *testing.T) (schedules.Header, []schedules.Schedule) {
+	t.Helper()
+	h, all, err := schedules.ReadAll(scheduleFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, all
+}
+
+// freePorts returns the first port of n consecutive free ports.
+func freePorts(t *testing.T, n int) int {
+	t.Helper()
+	// Below the ephemeral range (32768 up on Linux), where outgoing connections take ports;
+	// from a place that depends on the pid, so that test binaries running at once (go test
+	// runs packages side by side) try different ranges first.
+	const lo, hi, step = 28000, 32600, 200
+	start := lo + os.Getpid()%((hi-lo)/step)*step
+	for i := 0; i < (hi-lo)/step; i++ {
+		base := lo + (start-lo+i*step)%(hi-lo)
+		if base+n <= hi && cem.CheckPortsFree(base, n) == nil {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
+func openStore(t *testing.T, dir string, h schedules.Header) *results.Store {
+	t.Helper()
+	st, err := results.Open(dir, results.Campaign{
+		DRM: h.DRM.Name, Ops: h.Params.Ops, Replicas: h.Params.Replicas,
+		Plugin: fakeInfo.Name, PluginVersion: fakeInfo.Version, ServerVersion: fakeInfo.ServerVersion,
+		Started: time.Now(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// sliceSource yields ss, then io.EOF.
+func sliceSource(ss []schedules.Schedule) func() (schedules.Schedule, error) {
+	return func() (schedules.Schedule, error) {
+		if len(ss) == 0 {
+			return schedules.Schedule{}, io.EOF
+		}
+		s := ss[0]
+		ss = ss[1:]
+		return s, nil
+	}
+}
+
+func campaign(t *testing.T, sys *fakeSystem, st *results.Store, h schedules.Header, ss []schedules.Schedule, workers int) executor.Campaign {
+	t.Helper()
+	stride := executor.Stride(h.Params.Replicas, fakeInfo.Capabilities.PortsPerReplica)
+	return executor.Campaign{
+		Header: h, Next: sliceSource(ss), Total: uint64(len(ss)), Info: fakeInfo,
+		Launch: sys.launch, Store: st, Workers: workers,
+		BasePort: freePorts(t, workers*stride), StepTimeout: time.Second, CallTimeout: 2 * time.Second,
+	}
+}
+
+func recordsByID(t *testing.T, dir string) map[string]results.Record {
+	t.Helper()
+	rs, err := results.ReadRecords(filepath.Join(dir, results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]results.Record{}
+	for _, r := range rs {
+		if _, dup := m[r.ID]; dup {
+			t.Errorf("schedule %s recorded twice", r.ID)
+		}
+		m[r.ID] = r
+	}
+	return m
+}
+
+func TestStride(t *testing.T) {
+	tests := []struct{ replicas, ports, want int }{
+		{3, 1, 10}, {3, 2, 10}, {5, 2, 10}, {4, 3, 20}, {16, 3, 50}, {10, 1, 10},
+	}
+	for _, tt := range tests {
+		if got := executor.Stride(tt.replicas, tt.ports); got != tt.want {
+			t.Errorf("Stride(%d, %d) = %d, want %d", tt.replicas, tt.ports, got, tt.want)
+		}
+	}
+}
+
+func TestRunVerdicts(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	type want struct {
+		verdict results.Verdict
+		detail  string // substring
+	}
+	// Schedules 0, 6 and 7 and the last pass; the others do what their behaviour says.
+	cases := map[int]struct {
+		b behaviour
+		want
+	}{
+		1: {behaviour{diverge: true}, want{results.Fail, `1 key differs: key:1 (r0="` + all[1].ID + `" r1=<missing> r2="`}},
+		2: {behaviour{unreadable: true}, want{results.Fail, "replica 2 unreadable: connection refused"}},
+		3: {behaviour{notReached: 2}, want{results.Incomplete, "step 2 " + all[3].Steps[1].String() + ": not reached before the deadline: replica 2 in sync with replica 0"}},
+		4: {behaviour{crashAt: 1}, want{results.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
+		5: {behaviour{hangAt: 2}, want{results.Error, "the plugin did not answer within 2s"}},
+		8: {behaviour{startErr: "redis-server: no such file"}, want{results.Error, "start: redis-server: no such file"}},
+	}
+	for i, c := range cases {
+		sys.behave[all[i].ID] = c.b
+	}
+	ss := all[:10]
+	dir := t.TempDir()
+	st := openStore(t, dir, h)
+	var progress []executor.Summary
+	c := campaign(t, sys, st, h, ss, 1)
+	c.Progress = func(s executor.Summary) { progress = append(progress, s) }
+
+	sum, err := executor.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	wantSum := executor.Summary{Total: 10, Pass: 4, Fail: 2, Incomplete: 1, Error: 3}
+	if sum != wantSum {
+		t.Errorf("summary = %+v, want %+v", sum, wantSum)
+	}
+	if got := sum.String(); got != "schedules: 10, pass: 4, fail: 2, incomplete: 1, error: 3" {
+		t.Errorf("summary line = %q", got)
+	}
+	if len(progress) != 10 || progress[9] != wantSum {
+		t.Errorf("progress calls = %d, last %+v", len(progress), progress[len(progress)-1])
+	}
+	// One plugin, replaced after each of the crash, the hang and the failed start.
+	if sys.launches != 4 {
+		t.Errorf("plugins launched = %d, want 4", sys.launches)
+	}
+
+	recs := recordsByID(t, dir)
+	if len(recs) != len(ss) {
+		t.Fatalf("%d records, want %d", len(recs), len(ss))
+	}
+	for i, s := range ss {
+		r := recs[s.ID]
+		w := want{verdict: results.Pass}
+		if c, ok := cases[i]; ok {
+			w = c.want
+		}
+		if r.Verdict != w.verdict || !strings.Contains(r.Detail, w.detail) {
+			t.Errorf("schedule %d (%s): %s %q, want %s containing %q; calls: %s", i, s.ID, r.Verdict, r.Detail, w.verdict, w.detail, sys.callsOf(s.ID))
+		}
+		if r.DRM != "ssr" || r.Plugin != "fake" || r.PluginVersion != "1.0" || r.ServerVersion != "sleep 1" || r.End.Before(r.Start) {
+			t.Errorf("schedule %d: record %+v", i, r)
+		}
+		if w.verdict == results.Pass && len(r.StepsMS) != len(s.Steps) {
+			t.Errorf("schedule %d: %d step timings, want %d", i, len(r.StepsMS), len(s.Steps))
+		}
+		_, err := os.Stat(st.FailureDir(s.ID))
+		if hasFolder := err == nil; hasFolder != (w.verdict != results.Pass) {
+			t.Errorf("schedule %d (%s): failure folder exists = %v", i, w.verdict, hasFolder)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.WorkDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("work directory left behind: %v", err)
+	}
+
+	// The fail's folder holds everything about it.
+	fail := st.FailureDir(all[1].ID)
+	for _, name := range []string{results.ScheduleText, results.VerdictText, results.ActionsText, results.ReplicasJSON,
+		filepath.Join(results.LogsDir, "replica0.log"), filepath.Join(results.ClusterDir, "server.log")} {
+		if _, err := os.Stat(filepath.Join(fail, name)); err != nil {
+			t.Errorf("failure folder: %v", err)
+		}
+	}
+	verdict, err := os.ReadFile(filepath.Join(fail, results.VerdictText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVerdict := "verdict: fail\n\n1 key differs:\n  key:1\n    replica 0: \"" + all[1].ID + "\"\n    replica 1: <missing>\n    replica 2: \"" + all[1].ID + "\"\n"
+	if string(verdict) != wantVerdict {
+		t.Errorf("verdict.txt:\n%s\nwant:\n%s", verdict, wantVerdict)
+	}
+	// The crash's folder holds the actions taken before it, and no pid file is left.
+	if _, err := os.Stat(filepath.Join(st.FailureDir(all[4].ID), results.ClusterDir, "server"+cem.PidFileSuffix)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead plugin's pid file was not swept: %v", err)
+	}
+}
+
+func TestRunWorkersSideBySide(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	sys.gate, sys.gateN = make(chan struct{}), 3
+	dir := t.TempDir()
+	c := campaign(t, sys, openStore(t, dir, h), h, all, 3)
+	c.CallTimeout = 10 * time.Second // the gate holds the first Starts until all three run
+
+	sum, err := executor.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if sum.Pass != len(all) || sum.Schedules() != len(all) {
+		t.Errorf("summary = %+v, want %d passes", sum, len(all))
+	}
+	if sys.launches != 3 {
+		t.Errorf("plugins launched = %d, want one per worker", sys.launches)
+	}
+	if n := len(recordsByID(t, dir)); n != len(all) {
+		t.Errorf("%d records, want %d", n, len(all))
+	}
+}
+
+func TestRunBusyPort(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	dir := t.TempDir()
+	c := campaign(t, sys, openStore(t, dir, h), h, all[:2], 1)
+	busy := c.BasePort + 7
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(busy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+
+	sum, err := executor.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if sum.Error != 2 {
+		t.Errorf("summary = %+v, want 2 errors", sum)
+	}
+	want := "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use"
+	for id, r := range recordsByID(t, dir) {
+		if r.Verdict != results.Error || r.Detail != want {
+			t.Errorf("schedule %s: %s %q, want error %q", id, r.Verdict, r.Detail, want)
+		}
+	}
+	if sys.launches != 1 || len(sys.calls) != 0 {
+		t.Errorf("a busy port reached the plugin: %d launches, calls %v", sys.launches, sys.calls)
+	}
+}
+
+func TestRunInterruptAndResume(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	blocked := all[5].ID
+	sys.behave[blocked] = behaviour{blockAt: 2}
+	dir := t.TempDir()
+	st := openStore(t, dir, h)
+	c := campaign(t, sys, st, h, all, 1)
+	c.CallTimeout = time.Minute // the interrupt, not the call timeout, must end the blocked step
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-sys.blocked
+		cancel()
+	}()
+	sum, err := executor.Run(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if !sum.Interrupted || sum.Pass != 5 || sum.Schedules() != 5 {
+		t.Errorf("summary = %+v, want interrupted after 5 passes", sum)
+	}
+	recs := recordsByID(t, dir)
+	if _, ok := recs[blocked]; ok || len(recs) != 5 {
+		t.Errorf("records: %d, the interrupted schedule recorded: %v", len(recs), ok)
+	}
+	if _, err := os.Stat(filepath.Join(dir, results.FailuresDir, blocked)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the interrupted schedule has a failure folder: %v", err)
+	}
+	if calls := sys.callsOf(blocked); !strings.HasSuffix(calls, "teardown") {
+		t.Errorf("the interrupted cluster was not torn down: %s", calls)
+	}
+
+	// Running the campaign again runs the rest, and only the rest.
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	delete(sys.behave, blocked)
+	sys2 := newFakeSystem(t, 10)
+	c2 := campaign(t, sys2, openStore(t, dir, h), h, all, 2)
+	sum, err = executor.Run(context.Background(), c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys2.check()
+	want := executor.Summary{Total: uint64(len(all)), Pass: len(all), Skipped: 5}
+	if sum != want {
+		t.Errorf("resumed summary = %+v, want %+v", sum, want)
+	}
+	if len(sys2.calls) != len(all)-5 {
+		t.Errorf("resumed run ran %d schedules, want %d", len(sys2.calls), len(all)-5)
+	}
+	if n := len(recordsByID(t, dir)); n != len(all) {
+		t.Errorf("%d records after resuming, want %d", n, len(all))
+	}
+}
+
+func TestRunResumeNeedsSameVersions(t *testing.T) {
+	h, all := readSchedules(t)
+	dir := t.TempDir()
+	old, err := results.Open(dir, results.Campaign{DRM: "ssr", Ops: 1, Replicas: 3, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all[:4] {
+		if err := old.Append(results.Record{ID: s.ID, DRM: "ssr", Verdict: results.Fail, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	sys := newFakeSystem(t, 10)
+	sum, err := executor.Run(context.Background(), campaign(t, sys, openStore(t, dir, h), h, all[:4], 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if sum.Skipped != 0 || sum.Pass != 4 {
+		t.Errorf("summary = %+v: records of another server version were reused", sum)
+	}
+}
+
+func TestRunStopsOnBadScheduleFile(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	st := openStore(t, t.TempDir(), h)
+	c := campaign(t, sys, st, h, nil, 2)
+	bad := errors.New("sched:9: not a schedule")
+	i := 0
+	c.Next = func() (schedules.Schedule, error) {
+		if i == 3 {
+			return schedules.Schedule{}, bad
+		}
+		i++
+		return all[i-1], nil
+	}
+	c.Total = uint64(len(all))
+	sum, err := executor.Run(context.Background(), c)
+	if !errors.Is(err, bad) {
+		t.Fatalf("error = %v, want %v", err, bad)
+	}
+	sys.check()
+	if sum.Pass != 3 {
+		t.Errorf("summary = %+v, want the 3 schedules before the bad line run", sum)
+		for id, r := range recordsByID(t, st.Dir()) {
+			t.Logf("%s: %s %s", id, r.Verdict, r.Detail)
+		}
+	}
+}
+
+// TestRunRetriesErrors checks that a harness error is not a verdict a later run keeps: the
+// schedule runs again, and its pass removes the error's failure folder.
+func TestRunRetriesErrors(t *testing.T) {
+	h, all := readSchedules(t)
+	dir := t.TempDir()
+	st := openStore(t, dir, h)
+	sys := newFakeSystem(t, 10)
+	c := campaign(t, sys, st, h, all[:3], 1)
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.BasePort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := executor.Run(context.Background(), c)
+	l.Close()
+	if err != nil || sum.Error != 3 {
+		t.Fatalf("busy port run: %+v, %v", sum, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	sys2 := newFakeSystem(t, 10)
+	c2 := campaign(t, sys2, openStore(t, dir, h), h, all[:3], 1)
+	c2.BasePort = c.BasePort
+	sum, err = executor.Run(context.Background(), c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys2.check()
+	if want := (executor.Summary{Total: 3, Pass: 3}); sum != want {
+		t.Errorf("second run = %+v, want %+v", sum, want)
+	}
+	for _, s := range all[:3] {
+		if _, err := os.Stat(filepath.Join(dir, results.FailuresDir, s.ID)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("schedule %s passed but keeps its failure folder: %v", s.ID, err)
+		}
+	}
+}

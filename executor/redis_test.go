@@ -1,0 +1,288 @@
+package executor_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/internal/cmd/run"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// These tests run `modulo run` end to end on real redis-server clusters through the Redis
+// plugin, built from plugins/redis.
+
+// buildRedisPlugin builds plugins/redis as modulo-plugin-redis into a directory of t's.
+func buildRedisPlugin(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, run.PluginPrefix+"redis"), "./plugins/redis")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./plugins/redis: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// writeSchedules writes every schedule of drm with ops and replicas to a file in dir.
+func writeSchedules(t *testing.T, dir, drm string, ops, replicas int) (string, uint64) {
+	t.Helper()
+	d, err := drms.Lookup(drm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, drm+".sched")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := schedules.Generate(f, d, aem.Params{Ops: ops, Replicas: replicas}, "modulo test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, n
+}
+
+// serversUnder lists the processes whose command line names a path under dir: the servers a
+// run under dir left behind, or the plugins started from dir.
+func serversUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		if cmdline := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmdline, dir) {
+			left = append(left, e.Name()+": "+cmdline)
+		}
+	}
+	return left
+}
+
+type redisRun struct {
+	out, errOut string
+	err         error
+	campaign    string // the campaign's results directory
+}
+
+func runRedis(t *testing.T, ctx context.Context, file, pluginDir, resultsDir string, base int) redisRun {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	workers := 2
+	err := run.Run(&run.Options{
+		Out: &out, ErrOut: &errOut, Context: ctx, File: file,
+		PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base,
+	})
+	return redisRun{out.String(), errOut.String(), err,
+		filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"))}
+}
+
+// checkRun checks what a finished run must show whatever the verdicts: a record per schedule,
+// the summary line matching them, the exit status they call for, a complete failure folder
+// for every non-pass, and no server left.
+func checkRun(t *testing.T, r redisRun, total uint64, resultsDir string) []results.Record {
+	t.Helper()
+	recs, err := results.ReadRecords(filepath.Join(r.campaign, results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if uint64(len(recs)) != total {
+		t.Fatalf("%d records, want %d\nstderr:\n%s", len(recs), total, r.errOut)
+	}
+	s := executor.Summary{Total: total}
+	for _, rec := range recs {
+		switch rec.Verdict {
+		case results.Pass:
+			s.Pass++
+		case results.Fail:
+			s.Fail++
+		case results.Incomplete:
+			s.Incomplete++
+		case results.Error:
+			s.Error++
+		}
+		if rec.Verdict == results.Pass {
+			continue
+		}
+		t.Logf("schedule %s: %s: %s", rec.ID, rec.Verdict, rec.Detail)
+		fd := filepath.Join(r.campaign, results.FailuresDir, rec.ID)
+		names := []string{results.ScheduleText, results.VerdictText, results.ActionsText}
+		if rec.Verdict != results.Error { // the servers ran, and logged
+			names = append(names, results.LogsDir, results.ClusterDir)
+		}
+		if rec.Verdict == results.Fail {
+			names = append(names, results.ReplicasJSON)
+		}
+		for _, name := range names {
+			if _, err := os.Stat(filepath.Join(fd, name)); err != nil {
+				t.Errorf("schedule %s: failure folder: %v", rec.ID, err)
+			}
+		}
+	}
+	if lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n"); lines[len(lines)-1] != s.String() {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], s.String())
+	}
+	want := cmdutil.ExitOK
+	switch {
+	case s.Fail > 0:
+		want = cmdutil.ExitFailed
+	case s.Incomplete+s.Error > 0:
+		want = cmdutil.ExitIncomplete
+	}
+	if code := cmdutil.Code(r.err); code != want {
+		t.Errorf("exit status %d (%v), want %d", code, r.err, want)
+	}
+	if left := serversUnder(t, resultsDir); len(left) > 0 {
+		t.Errorf("processes left running:\n%s", strings.Join(left, "\n"))
+	}
+	return recs
+}
+
+func TestRedisEndToEnd(t *testing.T) {
+	pluginDir := buildRedisPlugin(t)
+	for _, drm := range []string{"slr", "ssr"} {
+		t.Run(drm, func(t *testing.T) {
+			dir := t.TempDir()
+			file, total := writeSchedules(t, dir, drm, 1, 3)
+			resultsDir := filepath.Join(dir, "results")
+			r := runRedis(t, context.Background(), file, pluginDir, resultsDir, freePorts(t, 20))
+			recs := checkRun(t, r, total, resultsDir)
+			// A harness fault on real servers, with nothing else running, is a bug.
+			for _, rec := range recs {
+				if rec.Verdict == results.Error {
+					t.Errorf("schedule %s: error: %s", rec.ID, rec.Detail)
+				}
+				if rec.PluginVersion == "" || !strings.Contains(rec.ServerVersion, "7.0") {
+					t.Errorf("schedule %s: plugin version %q, server version %q", rec.ID, rec.PluginVersion, rec.ServerVersion)
+				}
+			}
+		})
+	}
+}
+
+// TestRedisInterrupt stops a run as Ctrl-C does once a schedule is recorded: no server may
+// be left, and running again must run exactly the schedules not recorded.
+func TestRedisInterrupt(t *testing.T) {
+	pluginDir := buildRedisPlugin(t)
+	dir := t.TempDir()
+	file, total := writeSchedules(t, dir, "ssr", 1, 3)
+	resultsDir := filepath.Join(dir, "results")
+	base := freePorts(t, 20)
+	records := filepath.Join(resultsDir, "ssr", results.RecordsFile)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Poll for the first record: the file is what a run exposes as it goes.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if b, err := os.ReadFile(records); err == nil && bytes.Count(b, []byte{'\n'}) >= 1 {
+				cancel()
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}()
+	first := runRedis(t, ctx, file, pluginDir, resultsDir, base)
+	if left := serversUnder(t, resultsDir); len(left) > 0 {
+		t.Errorf("processes left running after the interrupt:\n%s", strings.Join(left, "\n"))
+	}
+	recs, err := results.ReadRecords(records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 || uint64(len(recs)) >= total {
+		t.Fatalf("interrupted run recorded %d of %d schedules (error %v)", len(recs), total, first.err)
+	}
+	if code := cmdutil.Code(first.err); code != cmdutil.ExitIncomplete && code != cmdutil.ExitFailed {
+		t.Errorf("interrupted run: exit status %d (%v)", code, first.err)
+	}
+	if !strings.Contains(first.errOut, "modulo: interrupted: ") {
+		t.Errorf("interrupted run's stderr:\n%s", first.errOut)
+	}
+
+	second := runRedis(t, context.Background(), file, pluginDir, resultsDir, base)
+	if want := "modulo: skipped " + strconv.Itoa(len(recs)) + " schedules recorded by earlier runs\n"; !strings.Contains(second.errOut, want) {
+		t.Errorf("resumed run's stderr lacks %q:\n%s", want, second.errOut)
+	}
+	checkRun(t, second, total, resultsDir)
+}
+
+// TestRedisPluginDies kills one of the run's plugin processes once a schedule is recorded: it
+// must cost exactly one schedule, an error, and leave no server behind.
+func TestRedisPluginDies(t *testing.T) {
+	pluginDir := buildRedisPlugin(t)
+	dir := t.TempDir()
+	file, total := writeSchedules(t, dir, "ssr", 1, 3)
+	resultsDir := filepath.Join(dir, "results")
+	records := filepath.Join(resultsDir, "ssr", results.RecordsFile)
+
+	killed := make(chan string, 1)
+	go func() {
+		defer close(killed)
+		// Poll for the first record, then for a plugin process to kill.
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		deadline := time.After(time.Minute)
+		for {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				return
+			}
+			if b, err := os.ReadFile(records); err != nil || bytes.Count(b, []byte{'\n'}) < 1 {
+				continue
+			}
+			for _, p := range serversUnder(t, pluginDir) {
+				pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
+				if syscall.Kill(pid, syscall.SIGKILL) == nil {
+					killed <- p
+					return
+				}
+			}
+		}
+	}()
+	r := runRedis(t, context.Background(), file, pluginDir, resultsDir, freePorts(t, 20))
+	victim, ok := <-killed
+	if !ok {
+		t.Fatal("no plugin process was found to kill")
+	}
+	t.Logf("killed %s", victim)
+	recs := checkRun(t, r, total, resultsDir)
+	var errs []results.Record
+	for _, rec := range recs {
+		if rec.Verdict == results.Error {
+			errs = append(errs, rec)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0].Detail, "plugin") {
+		t.Errorf("%d error verdicts, want one naming the plugin: %+v", len(errs), errs)
+	}
+}

@@ -1,0 +1,355 @@
+// Package run is `modulo run`: run a schedule file's schedules on real clusters and judge each.
+package run
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// Options are run's inputs, apart from flag parsing. The pointer fields override the
+// configuration file when set.
+type Options struct {
+	Out    io.Writer // the summary line
+	ErrOut io.Writer // progress and messages
+	// Context, when set, stops the run as Ctrl-C does when it is cancelled.
+	Context context.Context
+
+	File       string
+	DRM        string   // empty: the file's
+	IDs        []string // empty: every schedule
+	ConfigFile string
+
+	ResultsDir  *string
+	PluginDir   *string
+	Workers     *int
+	BasePort    *int
+	StepTimeout *time.Duration
+}
+
+// NewCmd returns the run command; runF replaces Run in tests.
+func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Out: out}
+	var resultsDir, pluginDir string
+	var workers, basePort int
+	var stepTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "run SCHEDULE_FILE [--drm NAME] [--workers N] [--ids ID,...]",
+		Short: "Run schedules on real clusters and check that their replicas converge",
+		Long: `Run the schedules of a schedule file on real local clusters, through the plugin of the
+file's DRM, and judge each one by the data its replicas hold at the end:
+
+  pass        every replica holds the same data
+  fail        they differ (a convergence failure): which keys, and each replica's value
+  incomplete  the cluster never reached the state a step needed before the step timeout
+  error       the harness failed: a dead plugin, a busy port, a server that would not start
+
+--workers schedules run at once, each on a cluster of its own: worker k uses the ports from
+base_port + k*stride (stride: the ports a cluster needs, rounded up to a multiple of 10) and
+the directory <results>/work/w<k>.
+
+Results go to <results_dir>/<schedule file name>: campaign.json, records.jsonl (one record per
+schedule) and failures/<ID>/ for every schedule that did not pass (the schedule, the actions
+taken, each replica's data, the servers' logs and data). Running the same file again resumes:
+schedules recorded with the same DRM, plugin and server versions are skipped. Ctrl-C stops
+cleanly; schedules it cut short are run by the next run.
+
+The plugin binary, modulo-plugin-<name>, is looked up in plugin_dir, next to modulo, then on
+$PATH. Settings come from --config FILE, in TOML, with flags overriding it; every key has
+a default:
+
+  results_dir = "modulo-results"
+  base_port = 20000
+  workers = 2              # default: one per CPU
+  step_timeout = "30s"
+  plugin_dir = "bin"
+  [redis]                  # handed to the plugin as is
+  server = "/usr/bin/redis-server"
+
+The last line printed is the summary: "schedules: N, pass: N, fail: N, incomplete: N,
+error: N". The exit status is 0 when every schedule passed, 1 when any failed, 3 when none
+failed but some were incomplete, errors or not run, 2 on bad input.`,
+		Example: `  modulo gen --drm ssr --ops 1 --replicas 3 -o ssr.sched
+  modulo run ssr.sched --workers 2
+  modulo run ssr.sched --ids 9e00953181d87464,3f9a0c2d41b7e6a1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			opts.ErrOut = cmd.ErrOrStderr()
+			opts.Context = cmd.Context()
+			f := cmd.Flags()
+			if f.Changed("results-dir") {
+				opts.ResultsDir = &resultsDir
+			}
+			if f.Changed("plugin-dir") {
+				opts.PluginDir = &pluginDir
+			}
+			if f.Changed("workers") {
+				opts.Workers = &workers
+			}
+			if f.Changed("base-port") {
+				opts.BasePort = &basePort
+			}
+			if f.Changed("step-timeout") {
+				opts.StepTimeout = &stepTimeout
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return Run(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.DRM, "drm", "", "the DRM the file must hold: "+strings.Join(drms.Names(), ", ")+" (default: the file's)")
+	f.StringSliceVar(&opts.IDs, "ids", nil, "run only the schedules with these `IDs`")
+	f.StringVar(&opts.ConfigFile, "config", "", "read settings from the TOML `FILE`")
+	f.StringVar(&resultsDir, "results-dir", "", "put the campaign's results under `DIR` (default modulo-results)")
+	f.StringVar(&pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
+	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
+	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
+	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
+	return cmd
+}
+
+// Run runs the schedules opts select and prints the summary line.
+func Run(opts *Options) error {
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errOut := opts.ErrOut
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+
+	cfg, err := loadConfig(opts)
+	if err != nil {
+		return err
+	}
+	r, f, err := schedules.Open(opts.File)
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	defer f.Close()
+	h := r.Header
+	if opts.DRM != "" {
+		d, err := drms.Lookup(opts.DRM)
+		if err != nil {
+			return cmdutil.Usage(err)
+		}
+		if d.Name != h.DRM.Name {
+			return cmdutil.Usagef("%s holds %s schedules, not %s", opts.File, h.DRM.Name, d.Name)
+		}
+	}
+	next, total, err := selectSchedules(r, opts.File, opts.IDs)
+	if err != nil {
+		return err
+	}
+
+	pluginPath, err := findPlugin(h.DRM.Plugin, cfg.PluginDir)
+	if err != nil {
+		return err
+	}
+	prog := newProgress(errOut, isTerminal(errOut), total)
+	launch := launcher(pluginPath, prog)
+	info, err := probe(ctx, launch, h.DRM)
+	if err != nil {
+		return err
+	}
+	stride := executor.Stride(h.Params.Replicas, info.Capabilities.PortsPerReplica)
+	if err := checkPorts(cfg.BasePort, cfg.Workers*stride); err != nil {
+		return err
+	}
+
+	sum, err := fileSHA256(opts.File)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.ResultsDir, strings.TrimSuffix(filepath.Base(opts.File), filepath.Ext(opts.File)))
+	store, err := results.Open(dir, results.Campaign{
+		DRM: h.DRM.Name, Ops: h.Params.Ops, Replicas: h.Params.Replicas,
+		ScheduleFile: opts.File, ScheduleSHA256: sum,
+		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
+		Modulo: build.Version, Started: time.Now().UTC(),
+	})
+	if errors.Is(err, results.ErrOtherCampaign) {
+		return cmdutil.Usage(err)
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	recorded := store.RecordedCount()
+	fmt.Fprintf(prog, "modulo: %d %s schedules (ops=%d, replicas=%d) of %s on %s %s with %s, %d %s; results in %s\n",
+		total, h.DRM.Name, h.Params.Ops, h.Params.Replicas, opts.File, info.Name, info.Version, info.ServerVersion,
+		cfg.Workers, plural(cfg.Workers, "worker", "workers"), dir)
+	if recorded > 0 {
+		fmt.Fprintf(prog, "modulo: resuming: %d schedules already recorded with these versions are skipped\n", recorded)
+	}
+
+	prog.start(recorded)
+	summary, runErr := executor.Run(ctx, executor.Campaign{
+		Header: h, Next: next, Total: total, Info: info,
+		PluginConfig: cfg.Plugins[h.DRM.Plugin],
+		Launch:       launch, Store: store,
+		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout,
+		Progress: prog.update,
+	})
+	prog.finish()
+	if summary.Skipped > 0 {
+		fmt.Fprintf(errOut, "modulo: skipped %d schedules recorded by earlier runs\n", summary.Skipped)
+	}
+	if summary.Interrupted {
+		fmt.Fprintf(errOut, "modulo: interrupted: %d schedules not run; run the same command again to run them\n",
+			summary.Total-uint64(summary.Schedules()))
+	}
+	if _, err := fmt.Fprintln(opts.Out, summary.String()); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	return verdictError(summary, filepath.Join(dir, results.FailuresDir))
+}
+
+// verdictError turns a campaign's verdicts into the exit status: 1 when a schedule failed, 3
+// when none failed but some were incomplete, errors or not run.
+func verdictError(s executor.Summary, failures string) error {
+	if s.Fail > 0 {
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed,
+			Err: fmt.Errorf("%d of %d schedules failed to converge: see %s", s.Fail, s.Schedules(), failures)}
+	}
+	var probs []string
+	if s.Incomplete > 0 {
+		probs = append(probs, fmt.Sprintf("%d incomplete", s.Incomplete))
+	}
+	if s.Error > 0 {
+		probs = append(probs, fmt.Sprintf("%d with errors", s.Error))
+	}
+	if s.Interrupted {
+		probs = append(probs, fmt.Sprintf("%d not run", s.Total-uint64(s.Schedules())))
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	msg := "no schedule failed, but " + strings.Join(probs, ", ")
+	if s.Incomplete+s.Error > 0 {
+		msg += ": see " + failures
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New(msg)}
+}
+
+func loadConfig(opts *Options) (config.Config, error) {
+	cfg, err := config.Load(opts.ConfigFile)
+	if err != nil {
+		return cfg, cmdutil.Usage(err)
+	}
+	if opts.ResultsDir != nil {
+		cfg.ResultsDir = *opts.ResultsDir
+	}
+	if opts.PluginDir != nil {
+		cfg.PluginDir = *opts.PluginDir
+	}
+	if opts.Workers != nil {
+		cfg.Workers = *opts.Workers
+	}
+	if opts.BasePort != nil {
+		cfg.BasePort = *opts.BasePort
+	}
+	if opts.StepTimeout != nil {
+		cfg.StepTimeout = *opts.StepTimeout
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, cmdutil.Usage(err)
+	}
+	return cfg, nil
+}
+
+// selectSchedules returns the source of the schedules to run and their number: the whole
+// file, streamed, or the schedules with the given IDs, read first so that an unknown ID is
+// reported before anything runs.
+func selectSchedules(r *schedules.Reader, file string, ids []string) (func() (schedules.Schedule, error), uint64, error) {
+	if len(ids) == 0 {
+		return r.Next, r.Header.Count, nil
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	var picked []schedules.Schedule
+	for {
+		s, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, cmdutil.Usage(err)
+		}
+		if want[s.ID] {
+			picked = append(picked, s)
+			delete(want, s.ID)
+		}
+	}
+	if len(want) > 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return nil, 0, cmdutil.Usagef("%s: no schedule with ID %s", file, strings.Join(missing, ", "))
+	}
+	return func() (schedules.Schedule, error) {
+		if len(picked) == 0 {
+			return schedules.Schedule{}, io.EOF
+		}
+		s := picked[0]
+		picked = picked[1:]
+		return s, nil
+	}, uint64(len(picked)), nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("hash schedule file: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash schedule file: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

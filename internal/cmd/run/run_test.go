@@ -1,0 +1,292 @@
+package run
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/results"
+)
+
+const (
+	ssrFile = "../../../schedules/testdata/ssr-1x3.sched" // 24 schedules
+	qczFile = "../../../schedules/testdata/qcz-1x3.sched"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestNewCmd(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		check func(*Options) bool
+	}{
+		{"file only", []string{"f.sched"}, func(o *Options) bool {
+			return o.File == "f.sched" && o.DRM == "" && o.IDs == nil && o.Workers == nil && o.BasePort == nil &&
+				o.StepTimeout == nil && o.ResultsDir == nil && o.PluginDir == nil && o.Context != nil && o.ErrOut != nil
+		}},
+		{"every flag", []string{"f.sched", "--drm", "ssr", "--ids", "a,b", "--ids", "c", "--config", "m.toml", "--workers", "4",
+			"--base-port", "30000", "--step-timeout", "5s", "--results-dir", "out", "--plugin-dir", "bin"}, func(o *Options) bool {
+			return o.DRM == "ssr" && strings.Join(o.IDs, " ") == "a b c" && o.ConfigFile == "m.toml" && *o.Workers == 4 &&
+				*o.BasePort == 30000 && *o.StepTimeout == 5*time.Second && *o.ResultsDir == "out" && *o.PluginDir == "bin"
+		}},
+		{"zero overrides are still overrides", []string{"f.sched", "--workers", "0"}, func(o *Options) bool {
+			return o.Workers != nil && *o.Workers == 0
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *Options
+			cmd := NewCmd(&bytes.Buffer{}, func(o *Options) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(got) {
+				t.Errorf("options = %+v", got)
+			}
+		})
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	emptyDir := t.TempDir()
+	t.Setenv("PATH", emptyDir) // no plugin on $PATH
+	badConfig := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(badConfig, []byte("wokers = 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{"no such file", Options{File: "missing.sched"}, "open schedule file: open missing.sched: no such file or directory"},
+		{"unknown drm", Options{File: ssrFile, DRM: "raft"}, `unknown DRM "raft" (known: qcm, qcz, sclr, slr, ssr)`},
+		{"drm differs from the file's", Options{File: ssrFile, DRM: "S/L/R"}, ssrFile + " holds ssr schedules, not slr"},
+		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
+			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
+		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: mongodb, redis, zookeeper)`},
+		{"bad override", Options{File: ssrFile, Workers: ptr(0)}, "workers must be between 1 and 256, got 0"},
+		{"no plugin", Options{File: ssrFile, PluginDir: ptr(emptyDir)},
+			fmt.Sprintf("plugin modulo-plugin-redis not found in plugin_dir %s, %s (next to modulo) or on $PATH; build it with 'go build -o bin/modulo-plugin-redis ./plugins/redis' in modulo's source tree and pass --plugin-dir bin",
+				emptyDir, filepath.Dir(exe))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			tt.opts.Out, tt.opts.ErrOut = &out, &errOut
+			err := Run(&tt.opts)
+			if err == nil || err.Error() != tt.wantErr {
+				t.Fatalf("error = %v\nwant    %s", err, tt.wantErr)
+			}
+			if code := cmdutil.Code(err); code != cmdutil.ExitUsage {
+				t.Errorf("exit status %d, want %d", code, cmdutil.ExitUsage)
+			}
+			if out.Len() != 0 {
+				t.Errorf("output %q", out.String())
+			}
+		})
+	}
+}
+
+func TestVerdictError(t *testing.T) {
+	tests := []struct {
+		name string
+		s    executor.Summary
+		code int
+		msg  string
+	}{
+		{"all pass", executor.Summary{Total: 3, Pass: 3}, cmdutil.ExitOK, ""},
+		{"no schedules", executor.Summary{}, cmdutil.ExitOK, ""},
+		{"a fail wins", executor.Summary{Total: 5, Pass: 1, Fail: 2, Incomplete: 1, Error: 1}, cmdutil.ExitFailed, "2 of 5 schedules failed to converge: see F"},
+		{"incomplete", executor.Summary{Total: 2, Pass: 1, Incomplete: 1}, cmdutil.ExitIncomplete, "no schedule failed, but 1 incomplete: see F"},
+		{"error", executor.Summary{Total: 2, Pass: 1, Error: 1}, cmdutil.ExitIncomplete, "no schedule failed, but 1 with errors: see F"},
+		{"interrupted", executor.Summary{Total: 9, Pass: 4, Interrupted: true}, cmdutil.ExitIncomplete, "no schedule failed, but 5 not run"},
+		{"interrupted with a fail", executor.Summary{Total: 9, Fail: 1, Interrupted: true}, cmdutil.ExitFailed, "1 of 1 schedules failed to converge: see F"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := verdictError(tt.s, "F")
+			if code := cmdutil.Code(err); code != tt.code {
+				t.Errorf("exit status %d, want %d", code, tt.code)
+			}
+			if err != nil && err.Error() != tt.msg {
+				t.Errorf("message %q, want %q", err, tt.msg)
+			}
+		})
+	}
+}
+
+// buildTestPlugin builds cem's test plugin, a real plugin process whose replicas are maps in
+// its memory, under the name modulo-plugin-<name> in a directory of t's. Its replicas differ
+// in one key, spec.port (each holds its own port), so every schedule fails through it.
+func buildTestPlugin(t *testing.T, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, PluginPrefix+name),
+		"github.com/modulo-testing/modulo/cem/internal/testplugin").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build the test plugin: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func freeBase(t *testing.T, n int) int {
+	t.Helper()
+	// Below the ephemeral range (32768 up on Linux), where outgoing connections take ports;
+	// from a place that depends on the pid, so that test binaries running at once (go test
+	// runs packages side by side) try different ranges first.
+	const lo, hi, step = 28000, 32600, 200
+	start := lo + os.Getpid()%((hi-lo)/step)*step
+	for i := 0; i < (hi-lo)/step; i++ {
+		base := lo + (start-lo+i*step)%(hi-lo)
+		if base+n <= hi && cem.CheckPortsFree(base, n) == nil {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
+}
+
+func TestRunThroughPluginProcess(t *testing.T) {
+	pluginDir := buildTestPlugin(t, "redis")
+	resultsDir := t.TempDir()
+	base := freeBase(t, 20)
+	run := func() (string, string, error) {
+		var out, errOut bytes.Buffer
+		err := Run(&Options{
+			Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "ssr",
+			PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(2), BasePort: &base,
+		})
+		return out.String(), errOut.String(), err
+	}
+
+	out, errOut, err := run()
+	campaignDir := filepath.Join(resultsDir, "ssr-1x3")
+	wantErr := "24 of 24 schedules failed to converge: see " + filepath.Join(campaignDir, "failures")
+	if err == nil || err.Error() != wantErr || cmdutil.Code(err) != cmdutil.ExitFailed {
+		t.Fatalf("error = %v (exit %d), want %q\nstderr:\n%s", err, cmdutil.Code(err), wantErr, errOut)
+	}
+	if out != "schedules: 24, pass: 0, fail: 24, incomplete: 0, error: 0\n" {
+		t.Errorf("stdout = %q", out)
+	}
+	wantStderr := regexp.MustCompile(`^modulo: 24 ssr schedules \(ops=1, replicas=3\) of ` + regexp.QuoteMeta(ssrFile) +
+		` on testplugin 1\.2\.3 with memory 0, 2 workers; results in ` + regexp.QuoteMeta(campaignDir) + "\n" +
+		`progress: 24/24 \(100\.0%\), [0-9.]+/(s|min), ETA 0s, pass 0, fail 24, incomplete 0, error 0\n$`)
+	if !wantStderr.MatchString(errOut) {
+		t.Errorf("stderr = %q, want it to match %s", errOut, wantStderr)
+	}
+	recs, err := results.ReadRecords(filepath.Join(campaignDir, results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 24 {
+		t.Fatalf("%d records, want 24", len(recs))
+	}
+	// Each worker's cluster has its own ports: worker 0 from base, worker 1 from base+10
+	// (3 replicas of 2 ports each, rounded up to 10).
+	for _, r := range recs {
+		w0 := fmt.Sprintf(`spec.port (r0="%d" r1="%d" r2="%d")`, base, base+2, base+4)
+		w1 := fmt.Sprintf(`spec.port (r0="%d" r1="%d" r2="%d")`, base+10, base+12, base+14)
+		if r.Verdict != results.Fail || !strings.Contains(r.Detail, w0) && !strings.Contains(r.Detail, w1) {
+			t.Errorf("record %s: %s %q", r.ID, r.Verdict, r.Detail)
+		}
+		if r.Plugin != "testplugin" || r.PluginVersion != "1.2.3" || r.ServerVersion != "memory 0" || len(r.StepsMS) != 3 {
+			t.Errorf("record %+v", r)
+		}
+	}
+	c, err := results.ReadCampaign(filepath.Join(campaignDir, results.CampaignFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileSHA256(ssrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DRM != "ssr" || c.Ops != 1 || c.Replicas != 3 || c.ScheduleFile != ssrFile || c.ScheduleSHA256 != sum || c.Plugin != "testplugin" || c.Started.IsZero() {
+		t.Errorf("campaign.json = %+v", c)
+	}
+
+	// The same campaign again: everything is recorded, nothing runs, the verdicts stand.
+	out, errOut, err = run()
+	if cmdutil.Code(err) != cmdutil.ExitFailed || out != "schedules: 24, pass: 0, fail: 24, incomplete: 0, error: 0\n" {
+		t.Errorf("rerun: %v, stdout %q", err, out)
+	}
+	if !strings.Contains(errOut, "modulo: resuming: 24 schedules already recorded with these versions are skipped\n") ||
+		!strings.Contains(errOut, "modulo: skipped 24 schedules recorded by earlier runs\n") {
+		t.Errorf("rerun stderr = %q", errOut)
+	}
+	if recs, err := results.ReadRecords(filepath.Join(campaignDir, results.RecordsFile)); err != nil || len(recs) != 24 {
+		t.Errorf("after the rerun: %d records, %v", len(recs), err)
+	}
+}
+
+func TestRunPluginProbe(t *testing.T) {
+	tests := []struct {
+		name    string
+		plugin  string
+		file    string
+		env     string
+		wantErr string
+	}{
+		{"server binary missing", "redis", ssrFile, "/usr/bin/redis-server-7: no such file",
+			"plugin Info: /usr/bin/redis-server-7: no such file"},
+		{"plugin does not realise the DRM", "zookeeper", qczFile, "",
+			"plugin testplugin 1.2.3 does not realise qcz (it realises: ssr, slr)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := buildTestPlugin(t, tt.plugin)
+			t.Setenv("TESTPLUGIN_INFO_ERROR", tt.env)
+			resultsDir := t.TempDir()
+			var out, errOut bytes.Buffer
+			err := Run(&Options{Out: &out, ErrOut: &errOut, File: tt.file, PluginDir: &dir, ResultsDir: &resultsDir})
+			if err == nil || err.Error() != tt.wantErr || cmdutil.Code(err) != cmdutil.ExitUsage {
+				t.Fatalf("error = %v (exit %d), want %q", err, cmdutil.Code(err), tt.wantErr)
+			}
+			if entries, _ := os.ReadDir(resultsDir); len(entries) != 0 {
+				t.Errorf("a results directory was made: %v", entries)
+			}
+		})
+	}
+}
+
+func TestRunIDs(t *testing.T) {
+	pluginDir := buildTestPlugin(t, "redis")
+	resultsDir := t.TempDir()
+	base := freeBase(t, 10)
+	ids := []string{"9e00953181d87464", "6dcc0d6bc0b18a81"}
+	var out, errOut bytes.Buffer
+	err := Run(&Options{
+		Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "S/S/R", IDs: ids,
+		PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(1), BasePort: &base,
+	})
+	if cmdutil.Code(err) != cmdutil.ExitFailed || out.String() != "schedules: 2, pass: 0, fail: 2, incomplete: 0, error: 0\n" {
+		t.Fatalf("error %v, stdout %q\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	recs, err := results.ReadRecords(filepath.Join(resultsDir, "ssr-1x3", results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range recs {
+		got[r.ID] = true
+	}
+	if len(recs) != 2 || !got[ids[0]] || !got[ids[1]] {
+		t.Errorf("recorded %v, want %v", got, ids)
+	}
+}

@@ -1,0 +1,189 @@
+package results
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// Names of the files of a failure folder.
+const (
+	ScheduleText = "schedule.txt" // the schedule's line and its paper-style rendering
+	VerdictText  = "verdict.txt"  // the verdict and the complete detail
+	ActionsText  = "actions.txt"  // the concrete actions taken, with their times
+	ReplicasJSON = "replicas.json"
+	LogsDir      = "logs"    // copies of the servers' *.log files
+	ClusterDir   = "cluster" // the cluster directory, moved here
+)
+
+// StepActions are the actions the plugin took for one step.
+type StepActions struct {
+	Step       int // 0-based
+	Transition string
+	Actions    []cem.Action
+}
+
+// Failure is everything a failure folder holds about one schedule that did not pass.
+type Failure struct {
+	Header   schedules.Header
+	Schedule schedules.Schedule
+	Record   Record
+	// Detail is the record's detail in full, where the record's is capped to one line.
+	Detail  string
+	Actions []StepActions
+	// Snapshot is every replica's data; nil when the run did not get that far.
+	Snapshot *cem.Snapshot
+	// Cluster is the cluster directory, moved into the folder; empty when there was none.
+	Cluster string
+}
+
+// FailureDir returns the failure folder of schedule id.
+func (s *Store) FailureDir(id string) string { return filepath.Join(s.dir, FailuresDir, id) }
+
+// WriteFailure writes the failure folder of f.Record.ID, replacing any left by an earlier run
+// that was killed before recording. Call it before Append, so that every recorded non-pass
+// has its complete folder.
+func (s *Store) WriteFailure(f Failure) error {
+	dir := s.FailureDir(f.Record.ID)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("failure folder: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("failure folder: %w", err)
+	}
+	err := errors.Join(
+		writeText(filepath.Join(dir, ScheduleText), func(w io.Writer) error {
+			return writeSchedule(w, f.Header, f.Schedule)
+		}),
+		writeText(filepath.Join(dir, VerdictText), func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "verdict: %s\n\n%s\n", f.Record.Verdict, strings.TrimRight(f.Detail, "\n"))
+			return err
+		}),
+		writeText(filepath.Join(dir, ActionsText), func(w io.Writer) error { return writeActions(w, f.Actions) }),
+	)
+	if f.Snapshot != nil {
+		err = errors.Join(err, writeText(filepath.Join(dir, ReplicasJSON), func(w io.Writer) error {
+			return writeReplicas(w, f.Snapshot)
+		}))
+	}
+	if f.Cluster != "" {
+		err = errors.Join(err, copyLogs(f.Cluster, filepath.Join(dir, LogsDir)))
+		if mvErr := os.Rename(f.Cluster, filepath.Join(dir, ClusterDir)); mvErr != nil {
+			err = errors.Join(err, fmt.Errorf("keep cluster directory: %w", mvErr))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("failure folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+func writeText(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(write(f), f.Close()); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// writeSchedule writes the schedule's line as it stands in its file, then the schedule as
+// `modulo show` prints it.
+func writeSchedule(w io.Writer, h schedules.Header, s schedules.Schedule) error {
+	fmt.Fprintf(w, "%s %s\n\n", s.ID, schedules.Body(s.Steps))
+	fmt.Fprintf(w, "%s (%s on %s), ops=%d, replicas=%d, line %d of the schedule file\n",
+		h.DRM.Title, h.DRM.Name, h.DRM.System, h.Params.Ops, h.Params.Replicas, s.Line)
+	g, err := aem.NewGraph(h.DRM.Model, h.Params)
+	if err != nil {
+		return err
+	}
+	return schedules.Render(w, g, s)
+}
+
+// actionTime is the layout of an action's time in actions.txt: fixed width, in UTC.
+const actionTime = "2006-01-02T15:04:05.000000Z"
+
+func writeActions(w io.Writer, steps []StepActions) error {
+	if len(steps) == 0 {
+		_, err := fmt.Fprintln(w, "no step was taken")
+		return err
+	}
+	for _, st := range steps {
+		fmt.Fprintf(w, "step %d %s\n", st.Step+1, st.Transition)
+		for _, a := range st.Actions {
+			when := "-" // the plugin gave no time
+			if !a.Time.IsZero() {
+				when = a.Time.UTC().Format(actionTime)
+			}
+			who := "cluster"
+			if a.Replica >= 0 {
+				who = fmt.Sprintf("replica %d", a.Replica)
+			}
+			fmt.Fprintf(w, "  %-*s  %-10s  %s\n", len(actionTime), when, who, a.What)
+		}
+	}
+	return nil
+}
+
+// replicaJSON is one replica in replicas.json.
+type replicaJSON struct {
+	Replica int               `json:"replica"`
+	Err     string            `json:"err,omitempty"`
+	Data    map[string]string `json:"data"`
+}
+
+func writeReplicas(w io.Writer, snap *cem.Snapshot) error {
+	rs := make([]replicaJSON, len(snap.Replicas))
+	for i, r := range snap.Replicas {
+		rs[i] = replicaJSON{Replica: i, Err: r.Err, Data: r.Data}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rs) // encoding/json sorts map keys
+}
+
+// copyLogs copies every *.log file under from to the same relative path under to.
+func copyLogs(from, to string) error {
+	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || !d.Type().IsRegular() || filepath.Ext(path) != ".log" {
+			return nil
+		}
+		rel, err := filepath.Rel(from, path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return copyFile(path, dst)
+	})
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}

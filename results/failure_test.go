@@ -1,0 +1,90 @@
+package results_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestWriteFailure(t *testing.T) {
+	h, all, err := schedules.ReadAll("../schedules/testdata/ssr-1x3.sched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := all[1]
+	dir := t.TempDir()
+	st := openStore(t, dir, campaign)
+
+	cluster := filepath.Join(dir, results.WorkDir, "w0")
+	for name, text := range map[string]string{
+		"r0/server.log": "ready\n", "r1/server.log": "sync\n", "r0/appendonly.aof": "*1\r\n", "notes.txt": "x",
+	} {
+		path := filepath.Join(cluster, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A folder left by a run killed before it recorded is replaced.
+	if err := os.MkdirAll(filepath.Join(st.FailureDir(s.ID), "stale"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	at := time.Date(2024, 1, 2, 3, 4, 5, 600, time.UTC)
+	f := results.Failure{
+		Header: h, Schedule: s, Record: record(s.ID, results.Fail),
+		Detail: "1 key differs:\n  key:1\n    replica 0: \"v\"\n    replica 1: <missing>\n    replica 2: \"v\"\n",
+		Actions: []results.StepActions{
+			{Step: 0, Transition: s.Steps[0].String(), Actions: []cem.Action{
+				{Time: at, Replica: 2, What: "SET key:1 v"}, {Replica: -1, What: "wait for replication"}}},
+			{Step: 1, Transition: s.Steps[1].String()},
+		},
+		Snapshot: &cem.Snapshot{Replicas: []cem.ReplicaData{
+			{Data: map[string]string{"key:1": "v", "a": "b"}}, {Data: map[string]string{}}, {Err: "connection refused"}}},
+		Cluster: cluster,
+	}
+	if err := st.WriteFailure(f); err != nil {
+		t.Fatal(err)
+	}
+	fd := st.FailureDir(s.ID)
+	for _, name := range []string{results.ScheduleText, results.VerdictText, results.ActionsText, results.ReplicasJSON} {
+		got, err := os.ReadFile(filepath.Join(fd, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", "failure-"+name)
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s:\n%s\nwant (%s):\n%s", name, got, golden, want)
+		}
+	}
+	for _, name := range []string{"logs/r0/server.log", "logs/r1/server.log", "cluster/r0/appendonly.aof", "cluster/notes.txt"} {
+		if _, err := os.Stat(filepath.Join(fd, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, gone := range []string{filepath.Join(fd, "logs/r0/appendonly.aof"), filepath.Join(fd, "stale"), cluster} {
+		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it gone", gone, err)
+		}
+	}
+}

@@ -1,0 +1,282 @@
+// Package results keeps what a campaign found: one directory per campaign, holding
+//
+//	campaign.json        what was run: DRM, parameters, schedule file and its SHA-256, plugin
+//	                     and server versions, when it started
+//	records.jsonl        one JSON record per schedule run, appended as each ends
+//	failures/<ID>/       for every schedule that did not pass: the schedule, the actions the
+//	                     plugin took, each replica's data, the servers' logs and cluster directory
+//	work/w<k>/           worker k's cluster directory while a schedule runs
+//
+// Records survive a kill at any moment: each is one write(2) to a file opened with O_APPEND,
+// followed by fsync, and a record is appended only after its failure folder is complete. A kill
+// during the write can leave a torn last line; readers ignore it and Open cuts it off before
+// appending. Running a campaign again resumes it: Store.Recorded tells which schedules already
+// have a verdict from the same DRM, plugin and server. An error verdict says nothing about the
+// system under test (a busy port, a dead plugin), so it does not count: the next run retries
+// the schedule and appends a new record, and a schedule's last record is the one that holds.
+package results
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Verdict is what a schedule's run concluded.
+type Verdict string
+
+// The four verdicts.
+const (
+	// Pass: every replica holds the same data.
+	Pass Verdict = "pass"
+	// Fail: the replicas differ, or one could not be read: a convergence failure.
+	Fail Verdict = "fail"
+	// Incomplete: the cluster never reached the state a step needed before its deadline.
+	Incomplete Verdict = "incomplete"
+	// Error: a fault of the harness, such as a dead plugin or a busy port.
+	Error Verdict = "error"
+)
+
+// Names of the files of a results directory.
+const (
+	CampaignFile = "campaign.json"
+	RecordsFile  = "records.jsonl"
+	FailuresDir  = "failures"
+	WorkDir      = "work"
+)
+
+// Campaign describes a campaign: what was run, with what.
+type Campaign struct {
+	DRM            string    `json:"drm"`
+	Ops            int       `json:"ops"`
+	Replicas       int       `json:"replicas"`
+	ScheduleFile   string    `json:"schedule_file"`
+	ScheduleSHA256 string    `json:"schedule_sha256"`
+	Plugin         string    `json:"plugin"`
+	PluginVersion  string    `json:"plugin_version"`
+	ServerVersion  string    `json:"server_version"`
+	Modulo         string    `json:"modulo"`
+	Started        time.Time `json:"started"`
+	// Resumed is when the latest run that resumed the campaign started.
+	Resumed time.Time `json:"resumed,omitzero"`
+}
+
+// Record is what one schedule's run found.
+type Record struct {
+	ID      string  `json:"id"`
+	DRM     string  `json:"drm"`
+	Verdict Verdict `json:"verdict"`
+	// Detail says why a schedule did not pass, in one line.
+	Detail        string    `json:"detail,omitempty"`
+	Plugin        string    `json:"plugin"`
+	PluginVersion string    `json:"plugin_version"`
+	ServerVersion string    `json:"server_version"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
+	// Milliseconds spent starting the cluster, realising each step taken and reading the data.
+	StartMS float64   `json:"start_ms"`
+	StepsMS []float64 `json:"steps_ms"`
+	ReadMS  float64   `json:"read_ms"`
+}
+
+// ErrOtherCampaign says that a results directory holds another campaign.
+var ErrOtherCampaign = errors.New("results directory holds another campaign")
+
+// Store is an open results directory.
+type Store struct {
+	dir string
+
+	mu      sync.Mutex
+	records *os.File
+	// recorded holds the verdicts of the schedules recorded by the campaign's DRM, plugin and
+	// server versions, but for errors; a later record of an ID replaces an earlier one.
+	recorded map[string]Verdict
+}
+
+// Open opens or creates the results directory dir for campaign c. A directory holding the
+// same DRM and parameters is resumed: its start time is kept, and its records are read so that
+// Recorded can tell what is done; a torn last record is cut off. A directory holding another
+// campaign is an error wrapping ErrOtherCampaign, one that another Store holds open (another
+// modulo run) an error too.
+func Open(dir string, c Campaign) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results directory: %w", err)
+	}
+	campaignPath := filepath.Join(dir, CampaignFile)
+	prev, err := ReadCampaign(campaignPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	case prev.DRM != c.DRM || prev.Ops != c.Ops || prev.Replicas != c.Replicas:
+		return nil, fmt.Errorf("%s: %w (%s ops=%d replicas=%d, not %s ops=%d replicas=%d); choose another results directory",
+			dir, ErrOtherCampaign, prev.DRM, prev.Ops, prev.Replicas, c.DRM, c.Ops, c.Replicas)
+	default:
+		c.Resumed, c.Started = c.Started, prev.Started
+	}
+
+	recordsPath := filepath.Join(dir, RecordsFile)
+	f, err := os.OpenFile(recordsPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open records: %w", err)
+	}
+	// Two runs appending to one campaign would run its schedules twice. The lock ends with
+	// the process, however it ends.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("results directory %s is in use by another modulo run", dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", recordsPath, err)
+	}
+	s := &Store{dir: dir, records: f, recorded: map[string]Verdict{}}
+	good, err := readRecords(recordsPath, func(r *Record) {
+		if r.DRM == c.DRM && r.Plugin == c.Plugin && r.PluginVersion == c.PluginVersion && r.ServerVersion == c.ServerVersion {
+			s.remember(r.ID, r.Verdict)
+		}
+	})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	// Cut a torn last record off, so that the next one starts a line of its own.
+	if fi, err := f.Stat(); err != nil || fi.Size() != good {
+		if err := errors.Join(err, f.Truncate(good)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("cut torn record off %s: %w", recordsPath, err)
+		}
+	}
+	if err := writeFileAtomic(campaignPath, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", campaignPath, err)
+	}
+	return s, nil
+}
+
+// Dir returns the results directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Recorded returns the verdict recorded for schedule id by the campaign's DRM, plugin and
+// server versions, if it is not an error.
+func (s *Store) Recorded(id string) (Verdict, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.recorded[id]
+	return v, ok
+}
+
+// RecordedCount returns how many schedules Recorded knows.
+func (s *Store) RecordedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.recorded)
+}
+
+// Append records r durably: one write of one line, then fsync. It is safe for concurrent use.
+func (s *Store) Append(r Record) error {
+	line, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	line = append(line, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.records.Write(line); err != nil {
+		return fmt.Errorf("record %s: %w", r.ID, err)
+	}
+	if err := s.records.Sync(); err != nil {
+		return fmt.Errorf("record %s: sync: %w", r.ID, err)
+	}
+	s.remember(r.ID, r.Verdict)
+	return nil
+}
+
+// remember takes a schedule's latest verdict: errors are forgotten, so that they are retried.
+func (s *Store) remember(id string, v Verdict) {
+	if v == Error {
+		delete(s.recorded, id)
+		return
+	}
+	s.recorded[id] = v
+}
+
+// Close closes the records file.
+func (s *Store) Close() error { return s.records.Close() }
+
+// ReadCampaign reads a campaign.json.
+func ReadCampaign(path string) (Campaign, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Campaign{}, err
+	}
+	var c Campaign
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Campaign{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ReadRecords reads every complete record of a records file, ignoring a torn last line.
+func ReadRecords(path string) ([]Record, error) {
+	var rs []Record
+	_, err := readRecords(path, func(r *Record) { rs = append(rs, *r) })
+	return rs, err
+}
+
+// readRecords calls each with every complete record of path and returns the length of the
+// file up to the end of the last one. A last line without its newline is torn: a kill cut its
+// write short. A line that is not a record anywhere else is an error naming it.
+func readRecords(path string, each func(*Record)) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var good int64
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if errors.Is(err, io.EOF) {
+			return good, nil // b, if any, is the torn last line
+		}
+		if err != nil {
+			return good, fmt.Errorf("read %s: %w", path, err)
+		}
+		var r Record
+		if err := json.Unmarshal(bytes.TrimSuffix(b, []byte{'\n'}), &r); err != nil || r.ID == "" {
+			if err == nil {
+				err = errors.New("no schedule ID")
+			}
+			return good, fmt.Errorf("%s:%d: not a record: %w", path, line, err)
+		}
+		each(&r)
+		good += int64(len(b))
+	}
+}
+
+// writeFileAtomic writes path through a synced temporary file renamed over it, so that path
+// always holds either the old or the new content.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
