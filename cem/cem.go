@@ -77,6 +77,10 @@ type ReplicaData struct {
 	// Err says why the replica could not be read; a replica that cannot be read does not count
 	// as converged.
 	Err string
+	// Group says which replicas the system promises to converge: replicas of one group must hold
+	// the same data, replicas of different groups need not (Redis, for one, replicates only along
+	// links, so each replication tree is a group). Systems that converge as a whole leave it 0.
+	Group int
 }
 
 // Snapshot is every replica's data.
@@ -89,6 +93,8 @@ type CEM interface {
 	// Info describes the plugin and its server binary; it fails when the binary is missing.
 	Info(ctx context.Context) (Info, error)
 	// Start starts a fresh cluster as spec says and waits until it is ready for the first step.
+	// When it does not become ready before the step timeout, it returns a *NotReachedError
+	// with Step -1.
 	Start(ctx context.Context, spec ClusterSpec) error
 	// Apply realises one transition and waits until the cluster has reached the state it
 	// describes. When that state is not reached before the step timeout, it returns a
@@ -103,11 +109,14 @@ type CEM interface {
 
 // NotReachedError says that the cluster never reached the state a step needed.
 type NotReachedError struct {
-	Step    int
+	Step    int    // 0-based; -1 for the start of the cluster
 	Awaited string // what was awaited, such as "replica 2 in sync with replica 0"
 }
 
 func (e *NotReachedError) Error() string {
+	if e.Step < 0 {
+		return "start: not reached before the deadline: " + e.Awaited
+	}
 	return fmt.Sprintf("step %d: not reached before the deadline: %s", e.Step+1, e.Awaited)
 }
 

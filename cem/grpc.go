@@ -66,6 +66,10 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 		Config:      spec.GetConfig(),
 		StepTimeout: spec.GetStepTimeout().AsDuration(),
 	})
+	var nr *NotReachedError
+	if errors.As(err, &nr) {
+		return &pb.StartResponse{NotReached: &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +106,7 @@ func (s *grpcServer) Read(ctx context.Context, _ *pb.ReadRequest) (*pb.ReadRespo
 	}
 	resp := &pb.ReadResponse{Snapshot: &pb.Snapshot{}}
 	for _, r := range snap.Replicas {
-		resp.Snapshot.Replicas = append(resp.Snapshot.Replicas, &pb.ReplicaData{Data: r.Data, Err: r.Err})
+		resp.Snapshot.Replicas = append(resp.Snapshot.Replicas, &pb.ReplicaData{Data: r.Data, Err: r.Err, Group: int64(r.Group)})
 	}
 	return resp, nil
 }
@@ -142,7 +146,7 @@ func (c *grpcClient) Info(ctx context.Context) (Info, error) {
 }
 
 func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
-	_, err := c.client.Start(ctx, &pb.StartRequest{Spec: &pb.ClusterSpec{
+	resp, err := c.client.Start(ctx, &pb.StartRequest{Spec: &pb.ClusterSpec{
 		Drm:         spec.DRM,
 		Ops:         int64(spec.Ops),
 		Replicas:    int64(spec.Replicas),
@@ -154,6 +158,9 @@ func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
 	}})
 	if err != nil {
 		return callError(ctx, "Start", err)
+	}
+	if nr := resp.GetNotReached(); nr != nil {
+		return &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}
 	}
 	return nil
 }
@@ -192,7 +199,7 @@ func (c *grpcClient) Read(ctx context.Context) (Snapshot, error) {
 		if data == nil {
 			data = map[string]string{} // protobuf does not tell an empty map from none
 		}
-		snap.Replicas = append(snap.Replicas, ReplicaData{Data: data, Err: r.GetErr()})
+		snap.Replicas = append(snap.Replicas, ReplicaData{Data: data, Err: r.GetErr(), Group: int(r.GetGroup())})
 	}
 	return snap, nil
 }

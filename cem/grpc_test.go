@@ -86,7 +86,7 @@ func TestProtocol(t *testing.T) {
 		}
 		wantSnap := Snapshot{Replicas: []ReplicaData{
 			{Data: replica(0)},
-			{Data: map[string]string{}, Err: "replica 1 is broken"},
+			{Data: map[string]string{}, Err: "replica 1 is broken", Group: 1},
 			{Data: replica(2)},
 		}}
 		if !reflect.DeepEqual(snap, wantSnap) {
@@ -142,6 +142,23 @@ func TestProtocol(t *testing.T) {
 		wantReport := StepReport{Actions: []Action{{Replica: 0, What: "waited"}}}
 		if !reflect.DeepEqual(report, wantReport) {
 			t.Errorf("report = %+v, want %+v (with the zero time)", report, wantReport)
+		}
+	})
+
+	t.Run("start not reached", func(t *testing.T) {
+		c, _ := launchTest(t, bin)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := c.Start(ctx, ClusterSpec{Replicas: 1, Dir: t.TempDir(), Config: []byte("unready = a leader")})
+		nr, ok := err.(*NotReachedError)
+		if !ok {
+			t.Fatalf("Start error %v (%T), want a *NotReachedError", err, err)
+		}
+		if want := (NotReachedError{Step: -1, Awaited: "a leader"}); *nr != want {
+			t.Errorf("error = %+v, want %+v", *nr, want)
+		}
+		if got, want := err.Error(), "start: not reached before the deadline: a leader"; got != want {
+			t.Errorf("Error() = %q, want %q", got, want)
 		}
 	})
 

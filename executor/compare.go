@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modulo-testing/modulo/cem"
 )
 
 // Divergence is how the replicas of a snapshot differ: the replicas that could not be read,
-// and every key on which the others disagree.
+// and every key on which readable replicas of one group disagree.
 type Divergence struct {
 	Replicas   int
+	Group      []int // each replica's group: replicas of one group must agree (cem.ReplicaData.Group)
 	Unreadable []Unreadable
 	Keys       []KeyDiff // sorted by key
 }
@@ -37,30 +39,32 @@ type Value struct {
 }
 
 // Compare compares every replica's data. A replica that could not be read counts as
-// diverged; the others must hold the same keys with the same values.
+// diverged; the readable replicas of each group must hold the same keys with the same values.
 func Compare(snap cem.Snapshot) Divergence {
 	d := Divergence{Replicas: len(snap.Replicas)}
-	var readable []int
+	groups := map[int][]int{} // readable replicas by group
 	keys := map[string]bool{}
 	for i, r := range snap.Replicas {
+		d.Group = append(d.Group, r.Group)
 		if r.Err != "" {
 			d.Unreadable = append(d.Unreadable, Unreadable{Replica: i, Err: r.Err})
 			continue
 		}
-		readable = append(readable, i)
+		groups[r.Group] = append(groups[r.Group], i)
 		for k := range r.Data {
 			keys[k] = true
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		values := make([]Value, len(snap.Replicas))
-		for _, i := range readable {
-			v, ok := snap.Replicas[i].Data[k]
-			values[i] = Value{Text: v, Present: ok}
+		for _, members := range groups {
+			for _, i := range members {
+				v, ok := snap.Replicas[i].Data[k]
+				values[i] = Value{Text: v, Present: ok}
+			}
 		}
-		first := values[readable[0]]
-		for _, i := range readable[1:] {
-			if values[i] != first {
+		for _, members := range groups {
+			if slices.ContainsFunc(members[1:], func(i int) bool { return values[i] != values[members[0]] }) {
 				d.Keys = append(d.Keys, KeyDiff{Key: k, Values: values})
 				break
 			}
@@ -69,8 +73,30 @@ func Compare(snap cem.Snapshot) Divergence {
 	return d
 }
 
-// Converged tells whether every replica was read and all hold the same data.
+// Converged tells whether every replica was read and the replicas of each group hold the same
+// data.
 func (d Divergence) Converged() bool { return len(d.Unreadable) == 0 && len(d.Keys) == 0 }
+
+// Groups describes the groups when there is more than one, as "2 groups: {0 1} {2}", and is
+// empty otherwise: a pass over several groups says less than one over the whole cluster.
+func (d Divergence) Groups() string {
+	var order []int
+	members := map[int][]string{}
+	for i, g := range d.Group {
+		if _, ok := members[g]; !ok {
+			order = append(order, g)
+		}
+		members[g] = append(members[g], strconv.Itoa(i))
+	}
+	if len(order) < 2 {
+		return ""
+	}
+	var parts []string
+	for _, g := range order {
+		parts = append(parts, "{"+strings.Join(members[g], " ")+"}")
+	}
+	return fmt.Sprintf("%d groups: %s", len(order), strings.Join(parts, " "))
+}
 
 // DetailKeys and detailValueLen cap the one-line detail of a divergence: the failure folder
 // holds the complete one.
@@ -82,6 +108,9 @@ const (
 // Line says in one line how the replicas differ, naming at most DetailKeys keys.
 func (d Divergence) Line() string {
 	var parts []string
+	if g := d.Groups(); g != "" {
+		parts = append(parts, "compared within "+g)
+	}
 	for _, u := range d.Unreadable {
 		parts = append(parts, fmt.Sprintf("replica %d unreadable: %s", u.Replica, firstLine(u.Err)))
 	}
@@ -103,6 +132,9 @@ func (d Divergence) Line() string {
 // with every replica's value.
 func (d Divergence) Report() string {
 	var b strings.Builder
+	if g := d.Groups(); g != "" {
+		fmt.Fprintf(&b, "replicas compared within %s\n", g)
+	}
 	for _, u := range d.Unreadable {
 		fmt.Fprintf(&b, "replica %d could not be read: %s\n", u.Replica, u.Err)
 	}

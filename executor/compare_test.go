@@ -18,6 +18,11 @@ func data(kv ...string) cem.ReplicaData {
 	return cem.ReplicaData{Data: d}
 }
 
+func inGroup(g int, r cem.ReplicaData) cem.ReplicaData {
+	r.Group = g
+	return r
+}
+
 func TestCompare(t *testing.T) {
 	long := strings.Repeat("x", 50)
 	tests := []struct {
@@ -67,6 +72,19 @@ func TestCompare(t *testing.T) {
 			line: `replica 2 unreadable: down; 1 key differs: a (r0="1" r1="2" r2=<unreadable>)`,
 			report: "replica 2 could not be read: down\n1 key differs:\n  a\n" +
 				"    replica 0: \"1\"\n    replica 1: \"2\"\n    replica 2: <unreadable>\n",
+		},
+		{
+			name:      "groups agree within, not across",
+			snap:      replicas(inGroup(0, data("a", "1")), inGroup(2, data("a", "2")), inGroup(0, data("a", "1"))),
+			converged: true,
+			line:      "compared within 2 groups: {0 2} {1}",
+			report:    "replicas compared within 2 groups: {0 2} {1}\n",
+		},
+		{
+			name:   "a group disagrees within",
+			snap:   replicas(inGroup(0, data("a", "1")), inGroup(1, data("a", "2")), inGroup(1, data())),
+			line:   `compared within 2 groups: {0} {1 2}; 1 key differs: a (r0="1" r1="2" r2=<missing>)`,
+			report: "replicas compared within 2 groups: {0} {1 2}\n1 key differs:\n  a\n    replica 0: \"1\"\n    replica 1: \"2\"\n    replica 2: <missing>\n",
 		},
 		{
 			name: "the line names 3 keys, the report all; long values are cut in the line only",

@@ -366,6 +366,12 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 	t := time.Now()
 	err := w.call(ctx, func(ctx context.Context) error { return w.plugin.Start(ctx, spec) })
 	rec.StartMS = millis(time.Since(t))
+	var nr *cem.NotReachedError
+	if errors.As(err, &nr) {
+		o.verdict = results.Incomplete
+		o.detail = "start: not reached before the deadline: " + nr.Awaited
+		return o
+	}
 	if err != nil {
 		w.pluginFault(&o, "start", err)
 		return o
@@ -381,7 +387,6 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		})
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
 		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
-		var nr *cem.NotReachedError
 		if errors.As(err, &nr) {
 			o.verdict = results.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
@@ -412,6 +417,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 	o.snap = &snap
 	if d := Compare(snap); d.Converged() {
 		o.verdict = results.Pass
+		if g := d.Groups(); g != "" {
+			o.detail = "converged within " + g + " (the system does not link them)"
+		}
 	} else {
 		o.verdict, o.detail, o.full = results.Fail, d.Line(), d.Report()
 	}

@@ -128,6 +128,7 @@ func TestRunVerdicts(t *testing.T) {
 		4: {behaviour{crashAt: 1}, want{results.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
 		5: {behaviour{hangAt: 2}, want{results.Error, "the plugin did not answer within 2s"}},
 		8: {behaviour{startErr: "redis-server: no such file"}, want{results.Error, "start: redis-server: no such file"}},
+		9: {behaviour{unready: true}, want{results.Incomplete, "start: not reached before the deadline: a leader"}},
 	}
 	for i, c := range cases {
 		sys.behave[all[i].ID] = c.b
@@ -144,11 +145,11 @@ func TestRunVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys.check()
-	wantSum := executor.Summary{Total: 10, Pass: 4, Fail: 2, Incomplete: 1, Error: 3}
+	wantSum := executor.Summary{Total: 10, Pass: 3, Fail: 2, Incomplete: 2, Error: 3}
 	if sum != wantSum {
 		t.Errorf("summary = %+v, want %+v", sum, wantSum)
 	}
-	if got := sum.String(); got != "schedules: 10, pass: 4, fail: 2, incomplete: 1, error: 3" {
+	if got := sum.String(); got != "schedules: 10, pass: 3, fail: 2, incomplete: 2, error: 3" {
 		t.Errorf("summary line = %q", got)
 	}
 	if len(progress) != 10 || progress[9] != wantSum {

@@ -23,6 +23,7 @@ import (
 // behaviour says what the fake does with one schedule; steps are 1-based, 0 means never.
 type behaviour struct {
 	startErr   string // Start fails with this
+	unready    bool   // Start does not reach a ready cluster
 	diverge    bool   // replica 1 loses a key before Read
 	unreadable bool   // replica 2 cannot be read
 	notReached int    // this step's state is not reached
@@ -159,6 +160,9 @@ func (p *fakePlugin) Start(ctx context.Context, spec cem.ClusterSpec) error {
 	s.mu.Unlock()
 	if err := os.WriteFile(filepath.Join(spec.Dir, "replica0.log"), []byte("ready\n"), 0o644); err != nil {
 		return err
+	}
+	if p.b.unready {
+		return &cem.NotReachedError{Step: -1, Awaited: "a leader"}
 	}
 	if p.b.startErr != "" {
 		return errors.New(p.b.startErr)

@@ -373,7 +373,9 @@ func (x *ClusterSpec) GetStepTimeout() *durationpb.Duration {
 }
 
 type StartResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set when the cluster never became ready (a cem.NotReachedError with step -1).
+	NotReached    *NotReached `protobuf:"bytes,1,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +408,13 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
 	return file_cem_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *StartResponse) GetNotReached() *NotReached {
+	if x != nil {
+		return x.NotReached
+	}
+	return nil
 }
 
 type ApplyRequest struct {
@@ -845,7 +854,9 @@ type ReplicaData struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  map[string]string      `protobuf:"bytes,1,rep,name=data,proto3" json:"data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Why the replica could not be read; empty when it was read.
-	Err           string `protobuf:"bytes,2,opt,name=err,proto3" json:"err,omitempty"`
+	Err string `protobuf:"bytes,2,opt,name=err,proto3" json:"err,omitempty"`
+	// Replicas of one group are expected to hold the same data (cem.ReplicaData.Group).
+	Group         int64 `protobuf:"varint,3,opt,name=group,proto3" json:"group,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -892,6 +903,13 @@ func (x *ReplicaData) GetErr() string {
 		return x.Err
 	}
 	return ""
+}
+
+func (x *ReplicaData) GetGroup() int64 {
+	if x != nil {
+		return x.Group
+	}
+	return 0
 }
 
 type TeardownRequest struct {
@@ -994,8 +1012,10 @@ const file_cem_proto_rawDesc = "" +
 	"\vschedule_id\x18\x06 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
 	"\x06config\x18\a \x01(\fR\x06config\x12<\n" +
-	"\fstep_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\vstepTimeout\"\x0f\n" +
-	"\rStartResponse\"4\n" +
+	"\fstep_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\vstepTimeout\"H\n" +
+	"\rStartResponse\x127\n" +
+	"\vnot_reached\x18\x01 \x01(\v2\x16.modulo.cem.NotReachedR\n" +
+	"notReached\"4\n" +
 	"\fApplyRequest\x12$\n" +
 	"\x04step\x18\x01 \x01(\v2\x10.modulo.cem.StepR\x04step\"<\n" +
 	"\x04Step\x12\x14\n" +
@@ -1022,10 +1042,11 @@ const file_cem_proto_rawDesc = "" +
 	"\fReadResponse\x120\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x14.modulo.cem.SnapshotR\bsnapshot\"?\n" +
 	"\bSnapshot\x123\n" +
-	"\breplicas\x18\x01 \x03(\v2\x17.modulo.cem.ReplicaDataR\breplicas\"\x8f\x01\n" +
+	"\breplicas\x18\x01 \x03(\v2\x17.modulo.cem.ReplicaDataR\breplicas\"\xa5\x01\n" +
 	"\vReplicaData\x125\n" +
 	"\x04data\x18\x01 \x03(\v2!.modulo.cem.ReplicaData.DataEntryR\x04data\x12\x10\n" +
-	"\x03err\x18\x02 \x01(\tR\x03err\x1a7\n" +
+	"\x03err\x18\x02 \x01(\tR\x03err\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\x03R\x05group\x1a7\n" +
 	"\tDataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
@@ -1080,29 +1101,30 @@ var file_cem_proto_depIdxs = []int32{
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
 	5,  // 2: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
 	20, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
-	8,  // 4: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
-	10, // 5: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
-	12, // 6: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
-	11, // 7: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
-	21, // 8: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	15, // 9: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	16, // 10: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	19, // 11: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	0,  // 12: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	4,  // 13: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	7,  // 14: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	13, // 15: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	17, // 16: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	1,  // 17: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	6,  // 18: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	9,  // 19: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	14, // 20: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	18, // 21: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	17, // [17:22] is the sub-list for method output_type
-	12, // [12:17] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	12, // 4: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
+	8,  // 5: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
+	10, // 6: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
+	12, // 7: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
+	11, // 8: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
+	21, // 9: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	15, // 10: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	16, // 11: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	19, // 12: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	0,  // 13: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	4,  // 14: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	7,  // 15: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	13, // 16: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	17, // 17: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	1,  // 18: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	6,  // 19: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	9,  // 20: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	14, // 21: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	18, // 22: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	18, // [18:23] is the sub-list for method output_type
+	13, // [13:18] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }

@@ -8,8 +8,10 @@
 // What the plugin does, so that tests can tell what crossed the protocol:
 //   - Info fails with the text of $TESTPLUGIN_INFO_ERROR when it is set.
 //   - Start writes the spec it got into every replica, under "spec.*" keys; Config must be
-//     empty or "child = true", which also starts a child process in the plugin's process group
-//     and writes its pid to Dir/child.pid.
+//     empty, "child = true", which also starts a child process in the plugin's process group
+//     and writes its pid to Dir/child.pid, or "unready = WHAT", which makes Start return a
+//     *cem.NotReachedError awaiting WHAT.
+//   - Read puts replica i in group i%2.
 //   - Apply writes "step N" = transition into every replica and reports one action; besides,
 //     "break I" makes replica I unreadable. Four transitions write nothing: "block PATH"
 //     creates PATH and waits until the call's context ends, "unreached WHAT" reports an
@@ -99,6 +101,9 @@ func (m *memory) Start(_ context.Context, spec cem.ClusterSpec) error {
 			return fmt.Errorf("start: %w", err)
 		}
 	default:
+		if what, ok := strings.CutPrefix(cfg, "unready = "); ok {
+			return &cem.NotReachedError{Step: -1, Awaited: what}
+		}
 		return fmt.Errorf("start: unknown config %q", cfg)
 	}
 	m.replicas = make([]map[string]string, spec.Replicas)
@@ -179,10 +184,10 @@ func (m *memory) Read(context.Context) (cem.Snapshot, error) {
 	var snap cem.Snapshot
 	for i, r := range m.replicas {
 		if m.broken[i] {
-			snap.Replicas = append(snap.Replicas, cem.ReplicaData{Err: fmt.Sprintf("replica %d is broken", i)})
+			snap.Replicas = append(snap.Replicas, cem.ReplicaData{Err: fmt.Sprintf("replica %d is broken", i), Group: i % 2})
 			continue
 		}
-		snap.Replicas = append(snap.Replicas, cem.ReplicaData{Data: maps.Clone(r)})
+		snap.Replicas = append(snap.Replicas, cem.ReplicaData{Data: maps.Clone(r), Group: i % 2})
 	}
 	return snap, nil
 }
