@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the plugin's section ([zookeeper]) of the modulo configuration. Every field is
+// optional; the zero section runs Debian's ZooKeeper with the defaults below, which are tuned
+// for speed on loopback. DefaultConfig says what each default trades away.
+type Config struct {
+	// Java is the java binary: a path, or a name looked up in PATH.
+	Java string `toml:"java"`
+	// JarDir holds zookeeper.jar (whose manifest names its dependencies), slf4j-log4j12.jar and
+	// log4j-1.2.jar.
+	JarDir string `toml:"jar_dir"`
+	// JVMFlags go before everything the plugin adds to the java command line.
+	JVMFlags []string `toml:"jvm_flags"`
+	// ClassDataSharing makes one AppCDS archive of the classes a replica loads (once per java
+	// binary, jar set and JVMFlags) and starts every replica with it.
+	ClassDataSharing *bool `toml:"class_data_sharing"`
+	// CacheDir holds the AppCDS archives; empty means "modulo" in the user's cache directory
+	// ($XDG_CACHE_HOME or ~/.cache).
+	CacheDir string `toml:"cache_dir"`
+
+	// TickTimeMS is zoo.cfg's tickTime in milliseconds: the unit of the limits below, of the
+	// leader's quorum check and of session timeouts.
+	TickTimeMS int `toml:"tick_time_ms"`
+	// InitLimit is zoo.cfg's initLimit in ticks: how long followers may take to connect to and
+	// sync with a new leader.
+	InitLimit int `toml:"init_limit"`
+	// SyncLimit is zoo.cfg's syncLimit in ticks: how long a follower may leave the leader without
+	// an answer before the leader drops it.
+	SyncLimit int `toml:"sync_limit"`
+	// MinNotificationIntervalMS and MaxNotificationIntervalMS bound how long a server in leader
+	// election waits for votes before it sends its own again; the wait doubles from the first to
+	// the second (zookeeper.fastleader.minNotificationInterval and maxNotificationInterval).
+	MinNotificationIntervalMS int `toml:"min_notification_interval_ms"`
+	MaxNotificationIntervalMS int `toml:"max_notification_interval_ms"`
+	// ElectionConnectTimeoutMS bounds a connection attempt between election ports
+	// (zookeeper.cnxTimeout).
+	ElectionConnectTimeoutMS int `toml:"election_connect_timeout_ms"`
+	// LeaderConnectRetryMS is how long a new follower waits before it tries again to connect to
+	// its leader (zookeeper.leaderConnectDelayDuringRetryMs). A follower often decides before its
+	// leader listens, so its first attempt is refused.
+	LeaderConnectRetryMS int `toml:"leader_connect_retry_ms"`
+	// LocalSessions turns on localSessionsEnabled: the plugin's client sessions live on the one
+	// server they connect to and are never written to the transaction log.
+	LocalSessions *bool `toml:"local_sessions"`
+	// ForceSync is zookeeper.forceSync: fsync the transaction log before acknowledging
+	// (default true, as ZooKeeper's). Crash failures do not need it: a SIGKILLed server's
+	// writes survive in the page cache; only a power failure would lose them, which Q/C/Z does
+	// not model. It costs nothing measurable here, so the default keeps ZooKeeper's own.
+	ForceSync *bool `toml:"force_sync"`
+
+	// BreakRealisation is for testing the oracle only: "standalone-replica" brings one
+	// recovering replica of the schedule's last step back as a standalone server on a copy of
+	// its old data directory, so that its data stays different. Never set it to test a system.
+	BreakRealisation string `toml:"break_realisation"`
+}
+
+// breakStandalone is the one value BreakRealisation knows.
+const breakStandalone = "standalone-replica"
+
+// DefaultConfig returns the settings used for every key the section leaves out. What the
+// defaults trade away, for speed on loopback:
+//   - tick_time_ms = 100 (ZooKeeper's example uses 2000): every tick-based timeout is 20 times
+//     shorter, so a server that is slow (a loaded machine, a long GC pause) can be dropped by
+//     its leader, or a leader can give up, where a production setting would have waited. Crash
+//     failures do not depend on it: a crashed peer's connection closes at once.
+//   - init_limit = 10 (1 s) and sync_limit = 5 (0.5 s): a follower that takes longer than 1 s to
+//     connect to and sync with a new leader (a very large snapshot, a machine that is very
+//     loaded) is dropped and the election starts over; a follower silent for 0.5 s is dropped.
+//     init_limit is also what ZooKeeper 3.8 loses whenever a follower acknowledges a DIFF
+//     proposal before NEWLEADER (ZOOKEEPER-4685): the leader then waits out init_limit before
+//     it gives up and a new election starts. sync_limit also bounds how long a leader keeps its
+//     quorum while its followers are suspended, which minority writes rely on (see diverge).
+//   - min/max_notification_interval_ms = 50/1000 (ZooKeeper: 200/60000): elections resend votes
+//     sooner and never back off beyond a second; more election traffic, which only matters with
+//     many servers.
+//   - election_connect_timeout_ms = 1000 (ZooKeeper: 5000): a peer that does not accept an
+//     election connection within a second is retried later; on loopback a dead peer refuses at
+//     once.
+//   - leader_connect_retry_ms = 10 (ZooKeeper: 100): a follower whose leader does not listen yet
+//     retries ten times as often; on loopback a refused connection costs nothing.
+//   - local_sessions = true (ZooKeeper: false): the plugin's sessions create no createSession or
+//     closeSession transactions, so the transaction logs hold exactly the schedule's writes and
+//     no session expiry commits a transaction in some later step. Global session handling is
+//     therefore not exercised.
+//   - jvm_flags: a 128 MiB heap, the serial collector and the C1 compiler only start faster and
+//     use less memory; a large workload would run slower.
+func DefaultConfig() Config {
+	// Each flag gets a pointer of its own: decoding writes through it.
+	yes := func() *bool { b := true; return &b }
+	return Config{
+		Java:                      "java",
+		JarDir:                    "/usr/share/java",
+		JVMFlags:                  []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"},
+		ClassDataSharing:          yes(),
+		TickTimeMS:                100,
+		InitLimit:                 10,
+		SyncLimit:                 5,
+		MinNotificationIntervalMS: 50,
+		MaxNotificationIntervalMS: 1000,
+		ElectionConnectTimeoutMS:  1000,
+		LeaderConnectRetryMS:      10,
+		LocalSessions:             yes(),
+		ForceSync:                 yes(),
+	}
+}
+
+// parseConfig decodes the plugin's TOML section over the defaults and checks every value; an
+// unknown key is an error that names it.
+func parseConfig(data []byte) (Config, error) {
+	c := DefaultConfig()
+	md, err := toml.Decode(string(data), &c)
+	if err != nil {
+		return c, fmt.Errorf("zookeeper config: %w", err)
+	}
+	if keys := md.Undecoded(); len(keys) > 0 {
+		names := make([]string, len(keys))
+		for i, k := range keys {
+			names[i] = strconv.Quote(k.String())
+		}
+		sort.Strings(names)
+		return c, fmt.Errorf("zookeeper config: unknown key %s", strings.Join(names, ", "))
+	}
+	var errs []error
+	positive := func(key string, v int) {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", key, v))
+		}
+	}
+	positive("tick_time_ms", c.TickTimeMS)
+	positive("init_limit", c.InitLimit)
+	positive("sync_limit", c.SyncLimit)
+	positive("min_notification_interval_ms", c.MinNotificationIntervalMS)
+	positive("max_notification_interval_ms", c.MaxNotificationIntervalMS)
+	positive("election_connect_timeout_ms", c.ElectionConnectTimeoutMS)
+	positive("leader_connect_retry_ms", c.LeaderConnectRetryMS)
+	if c.MaxNotificationIntervalMS < c.MinNotificationIntervalMS {
+		errs = append(errs, fmt.Errorf("max_notification_interval_ms (%d) is below min_notification_interval_ms (%d)",
+			c.MaxNotificationIntervalMS, c.MinNotificationIntervalMS))
+	}
+	if c.Java == "" {
+		errs = append(errs, errors.New("java must not be empty"))
+	}
+	if c.JarDir == "" {
+		errs = append(errs, errors.New("jar_dir must not be empty"))
+	}
+	if c.BreakRealisation != "" && c.BreakRealisation != breakStandalone {
+		errs = append(errs, fmt.Errorf("break_realisation must be %q or unset, got %q", breakStandalone, c.BreakRealisation))
+	}
+	if len(errs) > 0 {
+		// One line: the first problem, and how many more there are.
+		msg := errs[0].Error()
+		if len(errs) > 1 {
+			msg += fmt.Sprintf(" (and %d more problems)", len(errs)-1)
+		}
+		return c, errors.New("zookeeper config: " + msg)
+	}
+	return c, nil
+}
+
+// cacheDir is where the AppCDS archives live.
+func (c *Config) cacheDir() (string, error) {
+	if c.CacheDir != "" {
+		return c.CacheDir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("zookeeper: no cache directory for the AppCDS archive (set cache_dir): %w", err)
+	}
+	return filepath.Join(base, "modulo"), nil
+}
