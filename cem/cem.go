@@ -90,8 +90,10 @@ type Snapshot struct {
 
 // CEM is the interface every DRM plugin implements: one cluster at a time.
 type CEM interface {
-	// Info describes the plugin and its server binary; it fails when the binary is missing.
-	Info(ctx context.Context) (Info, error)
+	// Info describes the plugin and the server binary that config (the plugin's section of the
+	// configuration, as Start will get it) names. It fails when the configuration is wrong or
+	// the binary is missing, so that a campaign stops before its first schedule.
+	Info(ctx context.Context, config []byte) (Info, error)
 	// Start starts a fresh cluster as spec says and waits until it is ready for the first step.
 	// When it does not become ready before the step timeout, it returns a *NotReachedError
 	// with Step -1.

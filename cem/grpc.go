@@ -38,8 +38,8 @@ type grpcServer struct {
 	impl CEM
 }
 
-func (s *grpcServer) Info(ctx context.Context, _ *pb.InfoRequest) (*pb.InfoResponse, error) {
-	info, err := s.impl.Info(ctx)
+func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoResponse, error) {
+	info, err := s.impl.Info(ctx, req.GetConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +128,8 @@ type grpcClient struct {
 	client pb.CEMClient
 }
 
-func (c *grpcClient) Info(ctx context.Context) (Info, error) {
-	resp, err := c.client.Info(ctx, &pb.InfoRequest{})
+func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
+	resp, err := c.client.Info(ctx, &pb.InfoRequest{Config: config})
 	if err != nil {
 		return Info{}, callError(ctx, "Info", err)
 	}

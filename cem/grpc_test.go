@@ -22,7 +22,7 @@ func TestProtocol(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 
-		info, err := c.Info(ctx)
+		info, err := c.Info(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,8 +174,13 @@ func TestProtocol(t *testing.T) {
 		}{
 			{
 				name: "Info",
-				call: func() error { _, err := c.Info(ctx); return err },
+				call: func() error { _, err := c.Info(ctx, nil); return err },
 				want: "plugin Info: server binary /nope/redis-server: no such file",
+			},
+			{
+				name: "Info with a configuration",
+				call: func() error { _, err := c.Info(ctx, []byte("port = 1")); return err },
+				want: `plugin Info: info: unknown config "port = 1"`,
 			},
 			{
 				name: "Start",
@@ -229,7 +234,7 @@ func TestProtocol(t *testing.T) {
 		if !errors.Is(err, context.Canceled) || err.Error() != "plugin Apply: context canceled" {
 			t.Errorf("error %v, want \"plugin Apply: context canceled\" wrapping context.Canceled", err)
 		}
-		if _, err := c.Info(ctx); err != nil {
+		if _, err := c.Info(ctx, nil); err != nil {
 			t.Errorf("Info after a cancelled call: %v", err)
 		}
 	})

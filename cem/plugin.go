@@ -207,7 +207,9 @@ func startError(err error) string {
 }
 
 // Info asks the plugin to describe itself and its server binary.
-func (c *Client) Info(ctx context.Context) (Info, error) { return c.cem.Info(ctx) }
+func (c *Client) Info(ctx context.Context, config []byte) (Info, error) {
+	return c.cem.Info(ctx, config)
+}
 
 // Start asks the plugin to start a cluster.
 func (c *Client) Start(ctx context.Context, spec ClusterSpec) error { return c.cem.Start(ctx, spec) }

@@ -225,7 +225,7 @@ func TestPluginProcess(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Info(ctx); err == nil || !strings.HasPrefix(err.Error(), "plugin Info: ") {
+		if _, err := c.Info(ctx, nil); err == nil || !strings.HasPrefix(err.Error(), "plugin Info: ") {
 			t.Errorf("Info on a dead plugin: %v, want an error naming Info", err)
 		}
 	})

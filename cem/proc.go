@@ -300,16 +300,11 @@ func KillLeftovers(dir string) error {
 }
 
 func killPidFile(ctx context.Context, path string) error {
-	b, err := os.ReadFile(path)
+	f, err := ReadPidFile(path)
 	if err != nil {
-		return fmt.Errorf("pid file %s: %w", path, err)
+		return err
 	}
-	var pid int
-	var start uint64
-	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil || pid <= 1 {
-		return fmt.Errorf("pid file %s: malformed %q", path, strings.TrimSpace(string(b)))
-	}
-	if err := killGroupOf(ctx, pid, start); err != nil {
+	if err := killGroupOf(ctx, f.Pid, f.Start); err != nil {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil {

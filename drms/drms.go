@@ -37,6 +37,13 @@ var catalogue = []DRM{
 		Defaults: aem.Params{Ops: 5, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 	},
 	{
+		// Not in the paper: the Q/C/Z model on a third system, realised by the example plugin
+		// that docs/writing-a-plugin.md builds; its parameters are Q/C/Z's.
+		Name: "qce", Title: "Q/C/E", Model: aem.NewQuorum("Q/C/E"), Plugin: "etcd", System: "etcd",
+		Summary:  "the Q/C/Z model on etcd clusters",
+		Defaults: aem.Params{Ops: 5, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+	},
+	{
 		Name: "ssr", Title: "S/S/R", Model: aem.SSR, Plugin: "redis", System: "Redis",
 		Summary:  "no quorum, suspend failures (SIGSTOP), resync over REPLICAOF links",
 		Defaults: aem.Params{Ops: 2, Replicas: 4}, Ops: []int{1, 2}, Replicas: []int{4},

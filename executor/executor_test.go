@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"io"
 	"net"
 	"os"
@@ -27,24 +28,6 @@ func readSchedules(t *testing.T) (schedules.Header, []schedules.Schedule) {
 		t.Fatal(err)
 	}
 	return h, all
-}
-
-// freePorts returns the first port of n consecutive free ports.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	// Below the ephemeral range (32768 up on Linux), where outgoing connections take ports;
-	// from a place that depends on the pid, so that test binaries running at once (go test
-	// runs packages side by side) try different ranges first.
-	const lo, hi, step = 28000, 32600, 200
-	start := lo + os.Getpid()%((hi-lo)/step)*step
-	for i := 0; i < (hi-lo)/step; i++ {
-		base := lo + (start-lo+i*step)%(hi-lo)
-		if base+n <= hi && cem.CheckPortsFree(base, n) == nil {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports", n)
-	return 0
 }
 
 func openStore(t *testing.T, dir string, h schedules.Header) *results.Store {
@@ -79,7 +62,7 @@ func campaign(t *testing.T, sys *fakeSystem, st *results.Store, h schedules.Head
 	return executor.Campaign{
 		Header: h, Next: sliceSource(ss), Total: uint64(len(ss)), Info: fakeInfo,
 		Launch: sys.launch, Store: st, Workers: workers,
-		BasePort: freePorts(t, workers*stride), StepTimeout: time.Second, CallTimeout: 2 * time.Second,
+		BasePort: plugintest.FreePorts(t, workers*stride), StepTimeout: time.Second, CallTimeout: 2 * time.Second,
 	}
 }
 

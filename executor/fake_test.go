@@ -113,7 +113,7 @@ type fakePlugin struct {
 	running bool
 }
 
-func (p *fakePlugin) Info(context.Context) (cem.Info, error) { return fakeInfo, nil }
+func (p *fakePlugin) Info(context.Context, []byte) (cem.Info, error) { return fakeInfo, nil }
 
 var fakeInfo = cem.Info{
 	Name: "fake", Version: "1.0", ServerVersion: "sleep 1",

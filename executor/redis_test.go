@@ -3,6 +3,7 @@ package executor_test
 import (
 	"bytes"
 	"context"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -169,7 +170,7 @@ func TestRedisEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			file, total := writeSchedules(t, dir, drm, 1, 3)
 			resultsDir := filepath.Join(dir, "results")
-			r := runRedis(t, context.Background(), file, pluginDir, resultsDir, freePorts(t, 20))
+			r := runRedis(t, context.Background(), file, pluginDir, resultsDir, plugintest.FreePorts(t, 20))
 			recs := checkRun(t, r, total, resultsDir)
 			// A harness fault on real servers, with nothing else running, is a bug.
 			for _, rec := range recs {
@@ -191,7 +192,7 @@ func TestRedisInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	file, total := writeSchedules(t, dir, "ssr", 1, 3)
 	resultsDir := filepath.Join(dir, "results")
-	base := freePorts(t, 20)
+	base := plugintest.FreePorts(t, 20)
 	records := filepath.Join(resultsDir, "ssr", results.RecordsFile)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -269,7 +270,7 @@ func TestRedisPluginDies(t *testing.T) {
 			}
 		}
 	}()
-	r := runRedis(t, context.Background(), file, pluginDir, resultsDir, freePorts(t, 20))
+	r := runRedis(t, context.Background(), file, pluginDir, resultsDir, plugintest.FreePorts(t, 20))
 	victim, ok := <-killed
 	if !ok {
 		t.Fatal("no plugin process was found to kill")

@@ -122,31 +122,39 @@ func writeActions(w io.Writer, steps []StepActions) error {
 	for _, st := range steps {
 		fmt.Fprintf(w, "step %d %s\n", st.Step+1, st.Transition)
 		for _, a := range st.Actions {
-			when := "-" // the plugin gave no time
-			if !a.Time.IsZero() {
-				when = a.Time.UTC().Format(actionTime)
-			}
-			who := "cluster"
-			if a.Replica >= 0 {
-				who = fmt.Sprintf("replica %d", a.Replica)
-			}
-			fmt.Fprintf(w, "  %-*s  %-10s  %s\n", len(actionTime), when, who, a.What)
+			fmt.Fprintf(w, "  %s\n", FormatAction(a, actionTime))
 		}
 	}
 	return nil
+}
+
+// FormatAction renders an action as "TIME  WHO  WHAT": its time in UTC in layout, padded
+// to the layout's width ("-" when the plugin gave none), "replica N" or "cluster" padded
+// to 10, and what was done.
+func FormatAction(a cem.Action, layout string) string {
+	when := "-"
+	if !a.Time.IsZero() {
+		when = a.Time.UTC().Format(layout)
+	}
+	who := "cluster"
+	if a.Replica >= 0 {
+		who = fmt.Sprintf("replica %d", a.Replica)
+	}
+	return fmt.Sprintf("%-*s  %-10s  %s", len(layout), when, who, a.What)
 }
 
 // replicaJSON is one replica in replicas.json.
 type replicaJSON struct {
 	Replica int               `json:"replica"`
 	Err     string            `json:"err,omitempty"`
+	Group   int               `json:"group,omitempty"`
 	Data    map[string]string `json:"data"`
 }
 
 func writeReplicas(w io.Writer, snap *cem.Snapshot) error {
 	rs := make([]replicaJSON, len(snap.Replicas))
 	for i, r := range snap.Replicas {
-		rs[i] = replicaJSON{Replica: i, Err: r.Err, Data: r.Data}
+		rs[i] = replicaJSON{Replica: i, Err: r.Err, Group: r.Group, Data: r.Data}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

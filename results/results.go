@@ -6,6 +6,9 @@
 //	failures/<ID>/       for every schedule that did not pass: the schedule, the actions the
 //	                     plugin took, each replica's data, the servers' logs and cluster directory
 //	work/w<k>/           worker k's cluster directory while a schedule runs
+//	reproductions.jsonl  one record per replay of a recorded schedule (modulo replay, shrink)
+//	replays/<ID>/        the runs of each replay, each a results directory of its own
+//	shrunk/<ID>/         the smallest failing schedule a shrink found, and its runs
 //
 // Records survive a kill at any moment: each is one write(2) to a file opened with O_APPEND,
 // followed by fsync, and a record is appended only after its failure folder is complete. A kill
@@ -66,6 +69,11 @@ type Campaign struct {
 	ServerVersion  string    `json:"server_version"`
 	Modulo         string    `json:"modulo"`
 	Started        time.Time `json:"started"`
+	// Schedules is how many schedules the schedule file holds: the campaign's total.
+	Schedules uint64 `json:"schedules,omitempty"`
+	// PluginConfig is the plugin's table of the configuration, as TOML, so that a replay
+	// realises the schedules as the campaign did.
+	PluginConfig string `json:"plugin_config,omitempty"`
 	// Resumed is when the latest run that resumed the campaign started.
 	Resumed time.Time `json:"resumed,omitzero"`
 }
@@ -237,9 +245,26 @@ func ReadRecords(path string) ([]Record, error) {
 }
 
 // readRecords calls each with every complete record of path and returns the length of the
-// file up to the end of the last one. A last line without its newline is torn: a kill cut its
-// write short. A line that is not a record anywhere else is an error naming it.
+// file up to the end of the last one, as readJSONL does.
 func readRecords(path string, each func(*Record)) (int64, error) {
+	return readJSONL(path, func(b []byte) error {
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return err
+		}
+		if r.ID == "" {
+			return errors.New("no schedule ID")
+		}
+		each(&r)
+		return nil
+	}, "record")
+}
+
+// readJSONL calls each with every complete line of path, newline cut off, and returns the
+// length of the file up to the end of the last one. A last line without its newline is torn:
+// a kill cut its write short. A line that each rejects anywhere else is an error naming it
+// and what it should have been.
+func readJSONL(path string, each func([]byte) error, what string) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -255,14 +280,9 @@ func readRecords(path string, each func(*Record)) (int64, error) {
 		if err != nil {
 			return good, fmt.Errorf("read %s: %w", path, err)
 		}
-		var r Record
-		if err := json.Unmarshal(bytes.TrimSuffix(b, []byte{'\n'}), &r); err != nil || r.ID == "" {
-			if err == nil {
-				err = errors.New("no schedule ID")
-			}
-			return good, fmt.Errorf("%s:%d: not a record: %w", path, line, err)
+		if err := each(bytes.TrimSuffix(b, []byte{'\n'})); err != nil {
+			return good, fmt.Errorf("%s:%d: not a %s: %w", path, line, what, err)
 		}
-		each(&r)
 		good += int64(len(b))
 	}
 }

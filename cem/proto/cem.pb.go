@@ -28,7 +28,9 @@ const (
 )
 
 type InfoRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plugin's own configuration section, as TOML, as Start will get it.
+	Config        []byte `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -61,6 +63,13 @@ func (x *InfoRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use InfoRequest.ProtoReflect.Descriptor instead.
 func (*InfoRequest) Descriptor() ([]byte, []int) {
 	return file_cem_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *InfoRequest) GetConfig() []byte {
+	if x != nil {
+		return x.Config
+	}
+	return nil
 }
 
 type InfoResponse struct {
@@ -989,8 +998,9 @@ var File_cem_proto protoreflect.FileDescriptor
 const file_cem_proto_rawDesc = "" +
 	"\n" +
 	"\tcem.proto\x12\n" +
-	"modulo.cem\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\r\n" +
-	"\vInfoRequest\"4\n" +
+	"modulo.cem\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"%\n" +
+	"\vInfoRequest\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\fR\x06config\"4\n" +
 	"\fInfoResponse\x12$\n" +
 	"\x04info\x18\x01 \x01(\v2\x10.modulo.cem.InfoR\x04info\"\x99\x01\n" +
 	"\x04Info\x12\x12\n" +

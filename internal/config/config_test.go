@@ -42,7 +42,7 @@ func TestLoadNoFile(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: mongodb, redis, zookeeper)"
+	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: etcd, mongodb, redis, zookeeper)"
 	tests := []struct {
 		name    string
 		file    string

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,36 +36,13 @@ func liveMongod(t *testing.T) string {
 	return path
 }
 
-// nextPort hands out port ranges to the clusters of this test binary; freePorts skips ranges
-// someone else holds.
-var nextPort atomic.Int32
-
-func init() { nextPort.Store(int32(23000 + os.Getpid()%200*20)) }
-
-// freePorts returns the first of n consecutive ports that are free on 127.0.0.1.
-func freePorts(t *testing.T, n int) int {
-	t.Helper()
-	for range 100 {
-		base := int(nextPort.Add(int32(n))) - n
-		if base+n > 60000 {
-			nextPort.Store(23000)
-			continue
-		}
-		if cem.CheckPortsFree(base, n) == nil {
-			return base
-		}
-	}
-	t.Fatal("no free port range found")
-	return 0
-}
-
 // liveSpec is a cluster spec with a fresh directory and free ports.
 func liveSpec(t *testing.T, ops, n int, id string) cem.ClusterSpec {
 	t.Helper()
 	return cem.ClusterSpec{
 		DRM: "qcm", Ops: ops, Replicas: n,
 		Dir:         t.TempDir(),
-		BasePort:    freePorts(t, n),
+		BasePort:    plugintest.FreePorts(t, n),
 		ScheduleID:  id,
 		StepTimeout: 30 * time.Second,
 	}
@@ -117,7 +94,7 @@ func checkNothingLeft(t *testing.T, spec cem.ClusterSpec) {
 
 func TestLiveInfo(t *testing.T) {
 	liveMongod(t)
-	info, err := New().Info(context.Background())
+	info, err := New().Info(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,10 +48,14 @@ func New() *Plugin {
 
 var _ cem.CEM = (*Plugin)(nil)
 
-// Info describes the plugin and the mongod of the last Start's configuration ($MODULO_MONGOD or
-// PATH before any Start). Without a mongod it fails with one line saying what it tried.
-func (p *Plugin) Info(ctx context.Context) (cem.Info, error) {
-	mongod, err := p.cfg.mongodPath()
+// Info describes the plugin and the mongod that config names (or $MODULO_MONGOD, or PATH).
+// Without a mongod it fails with one line saying what it tried.
+func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
+	cfg, err := parseConfig(config)
+	if err != nil {
+		return cem.Info{}, err
+	}
+	mongod, err := cfg.mongodPath()
 	if err != nil {
 		return cem.Info{}, err
 	}

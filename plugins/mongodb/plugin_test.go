@@ -36,7 +36,7 @@ func withoutMongod(t *testing.T) {
 
 func TestInfoWithoutMongod(t *testing.T) {
 	withoutMongod(t)
-	_, err := New().Info(context.Background())
+	_, err := New().Info(context.Background(), nil)
 	if err == nil {
 		t.Fatal("Info found a mongod in an empty PATH")
 	}
@@ -59,7 +59,7 @@ func TestInfoWrongBinary(t *testing.T) {
 		t.Skipf("no %s to stand for a wrong binary: %v", notMongod, err)
 	}
 	t.Setenv(envMongod, notMongod)
-	_, err := New().Info(context.Background())
+	_, err := New().Info(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), `no "db version" line`) {
 		t.Fatalf("Info error = %v, want one saying the output has no \"db version\" line", err)
 	}
@@ -155,7 +155,7 @@ func TestThroughPluginWithoutMongod(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	_, err = c.Info(ctx)
+	_, err = c.Info(ctx, nil)
 	if err == nil || !strings.HasPrefix(err.Error(), "plugin Info: no mongod: $MODULO_MONGOD is not set") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("Info through the plugin = %v, want one line saying there is no mongod", err)
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -13,7 +17,8 @@ func TestParseConfig(t *testing.T) {
 		check   func(t *testing.T, c Config)
 	}{
 		{name: "empty", toml: "", check: func(t *testing.T, c Config) {
-			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.ReplDisklessSync || c.ReplDisklessSyncDelay != 0 || c.Save != "" || c.Hz != 100 {
+			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.ReplDisklessSync || c.ReplDisklessSyncDelay != 0 || c.Save != "" || c.Hz != 100 ||
+				c.FailureWait != 0 || c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 1 || c.KeyPrefix != "k" || !*c.Probe || c.Preset != "" {
 				t.Errorf("defaults = %+v", c)
 			}
 		}},
@@ -28,10 +33,17 @@ repl_diskless_sync = true
 repl_diskless_sync_delay = 1
 hz = 10
 save = "3600 1"
+failure_wait = "1.5s"
+value_size = 100
+sets_per_write = 3
+databases = 2
+key_prefix = "x:"
+probe = false
 break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 			if *c.AppendOnly || c.AppendFsync != "always" || c.ReplBacklogSize != "16mb" || *c.ReplBacklogTTL != 0 ||
 				*c.ReplTimeout != 5 || !c.ReplDisklessSync || c.ReplDisklessSyncDelay != 1 || c.Save != "3600 1" || c.Hz != 10 ||
-				c.BreakRealisation != breakSkipRelink {
+				c.FailureWait != 1500*time.Millisecond || c.ValueSize != 100 || c.SetsPerWrite != 3 || c.Databases != 2 ||
+				c.KeyPrefix != "x:" || *c.Probe || c.BreakRealisation != breakSkipRelink {
 				t.Errorf("config = %+v", c)
 			}
 		}},
@@ -42,6 +54,12 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 		{name: "two problems", toml: "repl_timeout = 0\nrepl_diskless_sync_delay = -1", wantErr: `(and 1 more problems)`},
 		{name: "bad hz", toml: `hz = 1000`, wantErr: `hz must be between 1 and 500, got 1000`},
 		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `break_realisation must be "skip-relink" or unset`},
+		{name: "bad save", toml: `save = "3600"`, wantErr: `save must be empty or pairs of seconds and changes, got "3600"`},
+		{name: "negative wait", toml: `failure_wait = "-1s"`, wantErr: `failure_wait must be between 0s and 10m0s, got -1s`},
+		{name: "huge value", toml: `value_size = 100000000`, wantErr: `value_size must be between 0 and 16777216 bytes`},
+		{name: "no sets", toml: `sets_per_write = -1`, wantErr: `sets_per_write must be between 1 and 1000, got -1`},
+		{name: "too many databases", toml: `databases = 5000`, wantErr: `databases must be between 1 and 1000, got 5000`},
+		{name: "prefix with a space", toml: `key_prefix = "a b"`, wantErr: `key_prefix must be printable, without spaces or '/', got "a b"`},
 		{name: "wrong type", toml: `appendonly = "yes"`, wantErr: `redis config:`},
 		{name: "not toml", toml: `appendonly = `, wantErr: `redis config:`},
 	}
@@ -62,22 +80,79 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 	}
 }
 
-func TestServerConfig(t *testing.T) {
-	c, err := parseConfig([]byte(`repl_backlog_size = "2mb"`))
+func TestPresets(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		wantErr string
+		check   func(t *testing.T, c Config)
+	}{
+		{name: "paper", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
+			if *c.ReplBacklogTTL != 1 || c.FailureWait != 3*time.Second || *c.Probe {
+				t.Errorf("paper preset = %+v", c)
+			}
+			// What the paper is silent on keeps the defaults.
+			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.Hz != 100 || c.ReplBacklogSize != "" || c.ReplTimeout != nil {
+				t.Errorf("paper preset changed a default: %+v", c)
+			}
+		}},
+		{name: "the section's keys win", toml: "preset = \"paper\"\nprobe = true\nrepl_backlog_ttl = 2", check: func(t *testing.T, c Config) {
+			if *c.ReplBacklogTTL != 2 || !*c.Probe || c.FailureWait != 3*time.Second || c.Preset != "paper" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{name: "unknown preset", toml: `preset = "thesis"`, wantErr: `redis config: unknown preset "thesis" (presets: paper)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig([]byte(tt.toml))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+	// Every preset is valid on its own.
+	for _, name := range presetNames() {
+		if _, err := parseConfig([]byte("preset = " + strconv.Quote(name))); err != nil {
+			t.Errorf("preset %s: %v", name, err)
+		}
+	}
+}
+
+// TestSettings: the configuration's server settings reach the redis.conf of Debian's 7.0.
+func TestSettings(t *testing.T) {
+	c, err := parseConfig([]byte("repl_backlog_size = \"2mb\"\ndatabases = 20\nsave = \"3600 1\""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.serverConfig(7001, "/tmp/x y")
+	d, err := dialect.For(dialect.Version{Major: 7, Minor: 0, Patch: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := d.Config(c.settings(7001, "/tmp/x y"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := dialect.Render(ds)
 	for _, want := range []string{
-		`port "7001"`, `bind "127.0.0.1"`, `protected-mode "no"`, `replica-read-only "no"`,
-		`dir "/tmp/x y"`, `appendonly "yes"`, `appendfsync "everysec"`, `save ""`,
-		`repl-diskless-sync "no"`, `hz "100"`, `repl-diskless-sync-delay "0"`, `repl-backlog-size "2mb"`,
+		`port "7001"`, `bind "127.0.0.1"`, `protected-mode "no"`, `dir "/tmp/x y"`, `appendonly "yes"`,
+		`appendfsync "everysec"`, `save "3600" "1"`, `databases "20"`, `repl-diskless-sync "no"`, `hz "100"`,
+		`repl-diskless-sync-delay "0"`, `repl-backlog-size "2mb"`,
 	} {
 		if !strings.Contains(got, want+"\n") {
 			t.Errorf("config lacks %s:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "repl-timeout") {
-		t.Errorf("config sets repl-timeout although it was not configured:\n%s", got)
+	for _, absent := range []string{"repl-timeout", "read-only"} {
+		if strings.Contains(got, absent) {
+			t.Errorf("config sets %s although nothing asked for it:\n%s", absent, got)
+		}
 	}
 }

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,36 +19,13 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// nextPort hands out port ranges to the clusters of this test binary; freePorts skips ranges
-// someone else holds.
-var nextPort atomic.Int32
-
-func init() { nextPort.Store(int32(21000 + os.Getpid()%200*50)) }
-
-// freePorts returns the first port of n consecutive free ports on 127.0.0.1.
-func freePorts(t testing.TB, n int) int {
-	t.Helper()
-	for range 100 {
-		base := int(nextPort.Add(int32(n))) - n
-		if base+n > 60000 {
-			nextPort.Store(21000)
-			continue
-		}
-		if cem.CheckPortsFree(base, n) == nil {
-			return base
-		}
-	}
-	t.Fatal("no free port range found")
-	return 0
-}
-
 // testSpec is a cluster spec for a test: a fresh directory and free ports.
 func testSpec(t testing.TB, drm string, ops, n int, config string) cem.ClusterSpec {
 	t.Helper()
 	return cem.ClusterSpec{
 		DRM: drm, Ops: ops, Replicas: n,
 		Dir:         t.TempDir(),
-		BasePort:    freePorts(t, n),
+		BasePort:    plugintest.FreePorts(t, n),
 		ScheduleID:  "test",
 		Config:      []byte(config),
 		StepTimeout: 20 * time.Second,

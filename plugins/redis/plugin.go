@@ -7,9 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
 // defaultStepTimeout bounds each wait when the executor sets no StepTimeout.
@@ -45,7 +44,8 @@ type Plugin struct {
 	failed error // set when a step failed: the cluster no longer matches state
 
 	step    int          // index of the step being realised, -1 during Start
-	actions []cem.Action // what the step being realised did
+	actions []cem.Action // what the step being realised (or Start) did
+	sets    int          // SETs of the schedule so far, which spread them over the databases
 }
 
 // New returns a plugin with no cluster.
@@ -56,29 +56,47 @@ func New() *Plugin {
 
 var _ cem.CEM = (*Plugin)(nil)
 
-var serverVersion = regexp.MustCompile(`\bv=(\S+)`)
+// versions caches each server binary's version, by path: a plugin process runs many clusters
+// with the same binary, and asking it costs a process start (about 13 ms).
+var versions sync.Map // path -> dialect.Version
 
-// Info describes the plugin and the server binary of the last Start's configuration (the
-// default binary before any Start).
-func (p *Plugin) Info(ctx context.Context) (cem.Info, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	server, err := p.cfg.serverPath()
+// serverVersion asks the binary at path its version, once per path.
+func (p *Plugin) serverVersion(ctx context.Context, path string) (dialect.Version, error) {
+	if v, ok := versions.Load(path); ok {
+		return v.(dialect.Version), nil
+	}
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	if err != nil {
+		return dialect.Version{}, fmt.Errorf("%s --version: %w", path, err)
+	}
+	v, err := dialect.Parse(string(out))
+	if err != nil {
+		return v, fmt.Errorf("%s %w", path, err)
+	}
+	versions.Store(path, v)
+	return v, nil
+}
+
+// Info describes the plugin and the server binary that config names.
+func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
+	cfg, err := parseConfig(config)
 	if err != nil {
 		return cem.Info{}, err
 	}
-	out, err := exec.CommandContext(ctx, server, "--version").Output()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	server, err := cfg.serverPath()
 	if err != nil {
-		return cem.Info{}, fmt.Errorf("%s --version: %w", server, err)
+		return cem.Info{}, err
 	}
-	version := strings.TrimSpace(string(out))
-	if m := serverVersion.FindStringSubmatch(version); m != nil {
-		version = m[1]
+	v, err := p.serverVersion(ctx, server)
+	if err != nil {
+		return cem.Info{}, err
 	}
 	return cem.Info{
 		Name:          "redis",
 		Version:       build.Version,
-		ServerVersion: version,
+		ServerVersion: v.String(),
 		Capabilities:  cem.Capabilities{DRMs: []string{"ssr", "slr", "sclr"}, PortsPerReplica: 1},
 	}, nil
 }
@@ -114,11 +132,25 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = defaultStepTimeout
 	}
+	if cfg.FailureWait >= spec.StepTimeout {
+		return fmt.Errorf("start: redis config: failure_wait (%v) must be shorter than the step timeout (%v), which bounds every step", cfg.FailureWait, spec.StepTimeout)
+	}
+	v, err := p.serverVersion(ctx, server)
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	dl, err := dialect.For(v)
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	if _, err := dl.Config(cfg.settings(0, "")); err != nil {
+		return fmt.Errorf("start: redis config: %w", err)
+	}
 	if err := cem.CheckPortsFree(spec.BasePort, spec.Replicas); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	p.cfg, p.server, p.spec, p.drm, p.model, p.params = cfg, server, spec, d.Name, d.Model, params
-	p.state, p.failed, p.step = aem.State{}, nil, -1
+	p.state, p.failed, p.step, p.actions, p.sets = aem.State{}, nil, -1, nil, 0
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("start: %w", err), p.teardown(ctx))
@@ -126,17 +158,22 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	}()
 
 	for i := range spec.Replicas {
-		r := &replica{index: i, port: spec.BasePort + i, dir: filepath.Join(spec.Dir, fmt.Sprintf("replica-%d", i)), link: aem.NoSource}
+		r := &replica{index: i, port: spec.BasePort + i, dir: filepath.Join(spec.Dir, fmt.Sprintf("replica-%d", i)), dialect: dl, link: aem.NoSource}
 		p.reps = append(p.reps, r)
 		if err := os.MkdirAll(r.dir, 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(r.dir, confName), []byte(cfg.serverConfig(r.port, r.dir)), 0o644); err != nil {
+		ds, err := dl.Config(cfg.settings(r.port, r.dir))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(r.dir, confName), []byte(dialect.Render(ds)), 0o644); err != nil {
 			return err
 		}
 		if err := r.start(server); err != nil {
 			return err
 		}
+		p.act(i, "started redis-server %s pid %d with %s", v, r.proc.Pid, confName)
 	}
 	for _, r := range p.reps {
 		if err := p.awaitUp(ctx, r); err != nil {
@@ -210,8 +247,10 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 	return nil
 }
 
-// Read returns every key and value of every replica. A replica that is down or suspended
-// cannot be read; its Err says so.
+// Read returns every key and value of every replica, the keys of database n as "db<n>/key". A
+// replica that is down or suspended cannot be read; its Err says so. Redis replicates only
+// along links, so each replica's Group is its replication tree, named by the index of the
+// tree's root in the model's links.
 func (p *Plugin) Read(ctx context.Context) (cem.Snapshot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -222,6 +261,7 @@ func (p *Plugin) Read(ctx context.Context) (cem.Snapshot, error) {
 	defer cancel()
 	snap := cem.Snapshot{Replicas: make([]cem.ReplicaData, len(p.reps))}
 	for i, r := range p.reps {
+		snap.Replicas[i].Group = p.treeRoot(&p.state, i)
 		data, err := r.readAll(ctx)
 		if err != nil {
 			snap.Replicas[i].Err = err.Error()
@@ -283,8 +323,5 @@ func (p *Plugin) await(ctx context.Context, what string, cond func(ctx context.C
 	if seen != "" {
 		awaited += " (" + seen + ")"
 	}
-	if p.step < 0 {
-		return fmt.Errorf("not ready within %v: %s", p.spec.StepTimeout, awaited)
-	}
-	return &cem.NotReachedError{Step: p.step, Awaited: awaited}
+	return &cem.NotReachedError{Step: p.step, Awaited: awaited} // Step is -1 during Start
 }

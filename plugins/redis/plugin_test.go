@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -19,7 +20,7 @@ import (
 )
 
 func TestInfo(t *testing.T) {
-	info, err := New().Info(context.Background())
+	info, err := New().Info(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,7 @@ func TestMissingBinary(t *testing.T) {
 	if err := p.Teardown(context.Background()); err != nil {
 		t.Errorf("Teardown after a failed Start: %v", err)
 	}
-	p.cfg.Server = missing
-	_, err = p.Info(context.Background())
+	_, err = p.Info(context.Background(), []byte("server = "+strconv.Quote(missing)))
 	oneLine(t, err, missing)
 }
 
@@ -80,15 +80,55 @@ func TestBusyPort(t *testing.T) {
 	}
 }
 
+// fakeServer writes an executable script standing in for redis-server: it prints version
+// to --version and runs body otherwise.
+func fakeServer(t *testing.T, version, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "redis-server")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'Redis server v=" + version + " sha=00000000:0 malloc=libc bits=64'; exit 0; fi\n" + body + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestServerExitsAtStart: a binary that exits at once makes Start fail with the reason, and
 // leaves nothing behind.
 func TestServerExitsAtStart(t *testing.T) {
-	spec := testSpec(t, "sclr", 1, 2, `server = "/bin/false"`)
+	server := fakeServer(t, "7.0.15", "echo 'FATAL CONFIG FILE ERROR' >&2; exit 1")
+	spec := testSpec(t, "sclr", 1, 2, "server = "+strconv.Quote(server))
 	p := New()
 	err := p.Start(context.Background(), spec)
 	oneLine(t, err, "replica 0", "exited unexpectedly")
 	if err := p.Teardown(context.Background()); err != nil {
 		t.Errorf("Teardown after a failed Start: %v", err)
+	}
+}
+
+// TestServerVersion: Start refuses a binary whose version it cannot tell or cannot drive, and
+// a setting the version cannot honour, in one line naming the problem.
+func TestServerVersion(t *testing.T) {
+	tests := []struct {
+		name   string
+		server string
+		config string
+		want   []string
+	}{
+		{"no version", "/bin/false", "", []string{"/bin/false --version: exit status 1"}},
+		{"not redis", "/bin/echo", "", []string{"/bin/echo --version printed", "which names no version"}},
+		{"too old", fakeServer(t, "2.6.17", "exit 1"), "", []string{"redis-server 2.6.17 is too old: the plugin needs 2.8.0 or later"}},
+		{"diskless on 2.8.0", fakeServer(t, "2.8.0", "exit 1"), "repl_diskless_sync = true",
+			[]string{"repl_diskless_sync and repl_diskless_sync_delay need redis-server 2.8.18 or later, the server is 2.8.0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := testSpec(t, "slr", 1, 3, "server = "+strconv.Quote(tt.server)+"\n"+tt.config)
+			p := New()
+			oneLine(t, p.Start(context.Background(), spec), tt.want...)
+			if err := p.Teardown(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
 
@@ -151,7 +191,7 @@ func TestApplyActions(t *testing.T) {
 	// Replica 0 is suspended before the write, 1 and 2 (no links yet) each take it, then both
 	// are suspended too.
 	got := strings.Join(whats, "; ")
-	for _, want := range []string{"0 SIGSTOP", "1 SET k1.1 test:1.1", "2 SET k1.1 test:1.1", "1 SIGSTOP", "2 SIGSTOP"} {
+	for _, want := range []string{"0 SIGSTOP", "1 SET db0/k1.1.1 test:1.1.1", "2 SET db0/k1.1.1 test:1.1.1", "1 SIGSTOP", "2 SIGSTOP"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("actions %q lack %q", got, want)
 		}
@@ -190,6 +230,25 @@ func TestNotReached(t *testing.T) {
 	}
 }
 
+// TestStartNotReached: a cluster that is not ready in time makes Start return a
+// *cem.NotReachedError for step -1, and leaves no server behind.
+func TestStartNotReached(t *testing.T) {
+	spec := testSpec(t, "slr", 1, 3, "")
+	spec.StepTimeout = time.Microsecond
+	p := New()
+	err := p.Start(context.Background(), spec)
+	var nr *cem.NotReachedError
+	if !errors.As(err, &nr) || nr.Step != -1 || !strings.HasPrefix(nr.Awaited, "replica 0 to answer PING") {
+		t.Fatalf("Start = %v, want a *cem.NotReachedError for step -1", err)
+	}
+	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
+	}
+	if err := p.Teardown(context.Background()); err != nil {
+		t.Error(err)
+	}
+}
+
 // TestCrashKillsGroup: an S/CL/R crash leaves no process of the replica's group, and the
 // restart serves the replica's own data.
 func TestCrashKillsGroup(t *testing.T) {
@@ -212,11 +271,15 @@ func TestCrashKillsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both restart from their own AOF as primaries: 0 with the write, 1 without.
-	want := []int{1, 0}
+	// Both restart from their own AOF as primaries, each a tree of its own: 0 with the write,
+	// 1 without; the probe wrote once more into each.
+	want := []map[string]string{
+		{"db0/k1.1.1": "test:1.1.1", "db0/kprobe": "test:probe.0"},
+		{"db0/kprobe": "test:probe.1"},
+	}
 	for i, r := range snap.Replicas {
-		if r.Err != "" || len(r.Data) != want[i] || want[i] == 1 && r.Data["k1.1"] != "test:1.1" {
-			t.Errorf("replica %d holds %+v, want %d keys", i, r, want[i])
+		if r.Err != "" || !maps.Equal(r.Data, want[i]) || r.Group != i {
+			t.Errorf("replica %d holds %+v, want %v in group %d", i, r, want[i], i)
 		}
 	}
 }
@@ -242,7 +305,7 @@ func TestThroughPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	info, err := c.Info(ctx)
+	info, err := c.Info(ctx, nil)
 	if err != nil || info.Name != "redis" {
 		t.Fatalf("Info = %+v, %v", info, err)
 	}
@@ -259,7 +322,7 @@ func TestThroughPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := differences(out.snap); d != "" || out.snap.Replicas[2].Data["k1.1"] != "plugin:1.1" {
+	if d := differences(out.snap); d != "" || out.snap.Replicas[2].Data["db0/k1.1.1"] != "plugin:1.1.1" {
 		t.Errorf("replicas after the schedule: %+v %s", out.snap, d)
 	}
 	if len(out.reports) != 2 || len(out.reports[1].Actions) == 0 {

@@ -13,12 +13,21 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
 // How the abstract failures and recoveries become concrete actions:
 //
 //   - S/S/R: offline is suspended (SIGSTOP of the server's process group); links are the
-//     model's links at all times, and a suspended replica keeps its link.
+//     model's links, and a suspended replica keeps its link. One exception: a divergence
+//     may hand writes to a replica whose source is suspended (the source misses them). The
+//     plugin then first promotes the replica (REPLICAOF NO ONE): for a client it is the only
+//     reachable master of its data, and a write into a replica that diverges it from its
+//     source is something Redis documents as unsupported (redis/redis#6695), so writing
+//     into it with replica-read-only off would report a false convergence failure. The
+//     first convergence after which it and its source are both online links it to its
+//     source again (wantLink, relink), which resyncs it for real.
 //   - S/L/R: every server runs at all times; a link failure is REPLICAOF NO ONE on the replica
 //     that loses its source. Offline is only abstract: links are the model's links.
 //   - S/CL/R: CRASH is SIGKILL; a crashed replica comes back by restarting from its own
@@ -31,7 +40,13 @@ import (
 // wantLink is the source replica i's server should replicate from when the model is in s.
 func (p *Plugin) wantLink(s *aem.State, i int) int {
 	src := s.Src[i]
-	if p.drm == "sclr" && (src == aem.NoSource || !s.On[i] || !s.On[src]) {
+	switch {
+	case p.drm == "sclr" && (src == aem.NoSource || !s.On[i] || !s.On[src]):
+		return aem.NoSource
+	case p.drm == "ssr" && p.reps[i].promoted && (src == aem.NoSource || !s.On[i] || !s.On[src]):
+		// Linked to a suspended source it could not resync: it waits as a master for both to
+		// be online (and a replica of a replica that cannot reach its source refuses to
+		// serve a sync).
 		return aem.NoSource
 	}
 	return src
@@ -66,7 +81,10 @@ func (p *Plugin) checkConcrete() error {
 
 // diverge realises D v: write j reaches exactly the replicas with v[i] >= j, and the replicas
 // with v[i] = j-1 fail just before it. Afterwards the failures the model marks are applied.
+// S/CL/R replicas outside the layout (failure kind "-"), online or not, are left as they are.
+// When the step broke a replication link and failure_wait is set, it waits that long.
 func (p *Plugin) diverge(ctx context.Context, t *aem.Transition) error {
+	linked := p.links()
 	inLayout := func(i int) bool {
 		if t.Failures != nil {
 			return t.Failures[i] != aem.NotInLayout
@@ -112,7 +130,42 @@ func (p *Plugin) diverge(ctx context.Context, t *aem.Transition) error {
 			}
 		}
 	}
-	return nil
+	return p.waitAfterFailures(ctx, linked)
+}
+
+// link is one replication link between running servers: replica follows source.
+type link struct{ replica, source int }
+
+// links lists the replication links between running servers.
+func (p *Plugin) links() []link {
+	var ls []link
+	for i, r := range p.reps {
+		if r.running() && r.link != aem.NoSource && p.reps[r.link].running() {
+			ls = append(ls, link{i, r.link})
+		}
+	}
+	return ls
+}
+
+// waitAfterFailures waits failure_wait when a link of before is gone: the one fixed wait of
+// the plugin, deliberate (see Config.FailureWait).
+func (p *Plugin) waitAfterFailures(ctx context.Context, before []link) error {
+	if p.cfg.FailureWait <= 0 {
+		return nil
+	}
+	after := p.links()
+	if !slices.ContainsFunc(before, func(l link) bool { return !slices.Contains(after, l) }) {
+		return nil
+	}
+	p.act(-1, "wait %v after the broken links (failure_wait)", p.cfg.FailureWait)
+	t := time.NewTimer(p.cfg.FailureWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("failure_wait: %w", ctx.Err())
+	}
 }
 
 // failBefore fails replica i just before write j, which it must not receive.
@@ -136,19 +189,85 @@ func (p *Plugin) failBefore(ctx context.Context, t *aem.Transition, i, j int) er
 }
 
 // write injects write j of the step: it sends it to every receiving replica that replication
-// would not bring it to and waits until every receiving replica holds it.
+// would not bring it to and waits until every receiving replica holds it. In S/S/R a receiving
+// replica whose source is suspended is promoted first (see the top of this file).
 func (p *Plugin) write(ctx context.Context, t *aem.Transition, j int) error {
-	n := len(p.reps)
-	recv := make([]bool, n)
+	recv := make([]bool, len(p.reps))
 	for i, v := range t.Writes {
 		recv[i] = v >= j
 		if recv[i] && (!p.reps[i].running() || p.reps[i].stopped) {
 			return fmt.Errorf("replica %d must receive write %d but its server is down or suspended", i, j)
 		}
 	}
-	// via[i]: replication brings the write to i. A server passes on what it receives only if
-	// it is a top-level master (its link is none) or got it from its own source: writes sent to
-	// a replica stay local to it (Redis 4.0 and later).
+	sets := p.nextSets(j)
+	via, err := p.promoteReceivers(ctx, recv, sets[0])
+	if err != nil {
+		return err
+	}
+	for i, r := range p.reps {
+		if !recv[i] && r.running() && !r.stopped && r.link != aem.NoSource && recv[r.link] {
+			return fmt.Errorf("realisation error: replica %d must miss write %d but replicates from replica %d, which receives it", i, j, r.link)
+		}
+	}
+	for i, r := range p.reps {
+		if recv[i] && !via[i] {
+			for _, s := range sets {
+				if err := p.set(ctx, r, s); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	last := sets[len(sets)-1]
+	for i, r := range p.reps {
+		if recv[i] {
+			if err := p.awaitHolds(ctx, r, last); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// promoteReceivers promotes, in S/S/R, every receiving replica whose source is suspended, the
+// highest in its chain first: its replicas may then get the write by replication. It returns
+// which receivers replication reaches; any other receiver is a realisation error.
+func (p *Plugin) promoteReceivers(ctx context.Context, recv []bool, first kv) ([]bool, error) {
+	for {
+		via := p.replicated(recv)
+		promote, stuck := -1, -1
+		for i, r := range p.reps {
+			if !recv[i] || via[i] || r.link == aem.NoSource {
+				continue
+			}
+			if p.drm == "ssr" && p.reps[r.link].stopped {
+				promote = i
+				break
+			}
+			stuck = i
+		}
+		if promote < 0 {
+			if stuck >= 0 {
+				r := p.reps[stuck]
+				return nil, fmt.Errorf("realisation error: replica %d must take %s, which its source replica %d does not pass on", stuck, first.key, r.link)
+			}
+			return via, nil
+		}
+		r := p.reps[promote]
+		p.act(promote, "promote: it takes %s while its source, replica %d, is suspended", first.key, r.link)
+		if err := p.replicaOf(ctx, r, aem.NoSource); err != nil {
+			return nil, err
+		}
+		r.promoted = true
+	}
+}
+
+// replicated tells, for each replica, whether replication brings it a write that exactly the
+// replicas in recv receive: it replicates from a receiving master or, down a chain, from a
+// receiving replica that got it by replication. Writes sent to a replica stay local to it
+// (Redis 4.0 and later), which the plugin never does: a replica it writes into is a master.
+func (p *Plugin) replicated(recv []bool) []bool {
+	n := len(p.reps)
 	via := make([]bool, n)
 	passes := func(i int) bool { return recv[i] && (p.reps[i].link == aem.NoSource || via[i]) }
 	for range n { // links form a forest: n rounds reach every depth
@@ -156,40 +275,67 @@ func (p *Plugin) write(ctx context.Context, t *aem.Transition, j int) error {
 			via[i] = recv[i] && r.link != aem.NoSource && passes(r.link)
 		}
 	}
-	for i, r := range p.reps {
-		if !recv[i] && r.running() && !r.stopped && r.link != aem.NoSource && passes(r.link) {
-			return fmt.Errorf("realisation error: replica %d must miss write %d but replicates from replica %d, which receives it", i, j, r.link)
+	return via
+}
+
+// kv is one SET: a key of one database and its value.
+type kv struct {
+	db         int
+	key, value string
+}
+
+// nextSets returns the SETs that realise write j of the step being realised: sets_per_write
+// keys, spread over the databases in turn, each value unique to the schedule and padded to
+// value_size.
+func (p *Plugin) nextSets(j int) []kv {
+	sets := make([]kv, p.cfg.SetsPerWrite)
+	for m := range sets {
+		id := fmt.Sprintf("%d.%d.%d", p.step+1, j, m+1)
+		value := p.spec.ScheduleID + ":" + id
+		if pad := p.cfg.ValueSize - len(value); pad > 0 {
+			value += strings.Repeat(".", pad)
 		}
+		sets[m] = kv{db: p.sets % p.cfg.Databases, key: p.cfg.KeyPrefix + id, value: value}
+		p.sets++
 	}
-	key := fmt.Sprintf("k%d.%d", p.step+1, j)
-	value := fmt.Sprintf("%s:%d.%d", p.spec.ScheduleID, p.step+1, j)
-	for i, r := range p.reps {
-		if recv[i] && !via[i] {
-			if err := r.client.Set(ctx, key, value, 0).Err(); err != nil {
-				return fmt.Errorf("%s: SET %s: %w", r, key, err)
-			}
-			p.act(i, "SET %s %s", key, value)
-		}
+	return sets
+}
+
+// set sends one SET to r.
+func (p *Plugin) set(ctx context.Context, r *replica, s kv) error {
+	if err := r.db(s.db).Set(ctx, s.key, s.value, 0).Err(); err != nil {
+		return fmt.Errorf("%s: SET %s in database %d: %w", r, s.key, s.db, err)
 	}
-	for i, r := range p.reps {
-		if !recv[i] {
-			continue
-		}
-		err := p.await(ctx, fmt.Sprintf("%s to hold write %s", r, key), func(ctx context.Context) (bool, string, error) {
-			if !r.running() {
-				return false, "", r.exitedError()
-			}
-			got, err := r.client.Get(ctx, key).Result()
-			if err != nil {
-				return false, err.Error(), nil
-			}
-			return got == value, "holds " + strconv.Quote(got), nil
-		})
-		if err != nil {
-			return err
-		}
-	}
+	p.act(r.index, "SET %s %s", dbKey(s.db, s.key), shortValue(s.value))
 	return nil
+}
+
+// shortValue is a value for the record: padding is counted, not shown.
+func shortValue(v string) string {
+	trimmed := strings.TrimRight(v, ".")
+	if n := len(v) - len(trimmed); n > 0 {
+		return fmt.Sprintf("%s (+%d bytes of padding)", trimmed, n)
+	}
+	return v
+}
+
+// awaitHolds waits until r holds s.
+func (p *Plugin) awaitHolds(ctx context.Context, r *replica, s kv) error {
+	return p.await(ctx, fmt.Sprintf("%s to hold %s", r, dbKey(s.db, s.key)), func(ctx context.Context) (bool, string, error) {
+		return p.holds(ctx, r, s)
+	})
+}
+
+// holds tells whether r holds s, and what it holds instead.
+func (p *Plugin) holds(ctx context.Context, r *replica, s kv) (bool, string, error) {
+	if !r.running() {
+		return false, "", r.exitedError()
+	}
+	got, err := r.db(s.db).Get(ctx, s.key).Result()
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	return got == s.value, "holds " + strconv.Quote(shortValue(got)), nil
 }
 
 // converge realises C: the group comes back, the servers' links become the model's and every
@@ -219,7 +365,64 @@ func (p *Plugin) converge(ctx context.Context, t *aem.Transition, next *aem.Stat
 	if err := p.relink(ctx, t, next); err != nil {
 		return err
 	}
-	return p.awaitConverged(ctx, next)
+	if err := p.awaitConverged(ctx, next); err != nil {
+		return err
+	}
+	if *p.cfg.Probe && len(p.model.Next(p.params, next, nil)) == 0 {
+		return p.probe(ctx, next)
+	}
+	return nil
+}
+
+// probe ends the last convergence: one more write through the root of each replication tree
+// of s, a SET in each database in use, and a wait for it to reach every replica of the tree.
+// A replica it does not reach within the step timeout is recorded and left for the comparison
+// of the replicas' data to report, since that is a convergence failure, not a step that
+// could not be realised.
+func (p *Plugin) probe(ctx context.Context, s *aem.State) error {
+	for root, r := range p.reps {
+		if s.Src[root] != aem.NoSource {
+			continue
+		}
+		var sets []kv
+		for db := range p.cfg.Databases {
+			sets = append(sets, kv{db: db, key: p.cfg.KeyPrefix + "probe", value: fmt.Sprintf("%s:probe.%d", p.spec.ScheduleID, root)})
+		}
+		for _, kv := range sets {
+			if err := p.set(ctx, r, kv); err != nil {
+				return err
+			}
+		}
+		last := sets[len(sets)-1]
+		for i, m := range p.reps {
+			if i == root || p.treeRoot(s, i) != root {
+				continue
+			}
+			seen := ""
+			err := cem.WaitFor(ctx, p.spec.StepTimeout, "probe", func(ctx context.Context) (bool, error) {
+				ok, s, err := p.holds(ctx, m, last)
+				seen = s
+				return ok, err
+			})
+			var te *cem.WaitTimeoutError
+			if errors.As(err, &te) {
+				p.act(i, "probe: does not hold %s after %v (%s)", dbKey(last.db, last.key), p.spec.StepTimeout, seen)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("probe: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// treeRoot is the root of replica i's tree in s's links.
+func (p *Plugin) treeRoot(s *aem.State, i int) int {
+	for k := 0; k < len(s.Src) && s.Src[i] != aem.NoSource; k++ {
+		i = s.Src[i]
+	}
+	return i
 }
 
 // relink makes every running server's link what the model wants in next: unlinks first, then
@@ -243,6 +446,9 @@ func (p *Plugin) relink(ctx context.Context, t *aem.Transition, next *aem.State)
 		}
 		if err := p.replicaOf(ctx, r, want); err != nil {
 			return err
+		}
+		if want != aem.NoSource {
+			r.promoted = false // linked to its source again, which resyncs it
 		}
 		if want != aem.NoSource && next.On[want] {
 			if err := p.awaitInSync(ctx, r, p.reps[want]); err != nil {
@@ -304,54 +510,61 @@ func (p *Plugin) offlineResync(ctx context.Context, t *aem.Transition) error {
 }
 
 // snapshotInto makes the primary write a fresh RDB snapshot and copies it into d's directory,
-// removing d's AOF so that the copy is what d loads at its next start.
+// removing d's AOF (appendonly.aof, or appendonlydir from 7.0) so that the copy is what d
+// loads at its next start.
 func (p *Plugin) snapshotInto(ctx context.Context, primary, d int) error {
 	src, dst := p.reps[primary], p.reps[d]
+	rdb := filepath.Join(src.dir, dialect.RDB)
 	// A child already running (a full sync's snapshot, an AOF rewrite) would turn BGSAVE into
 	// an error; the step before left the primary idle, but make sure.
-	saves := 0
 	err := p.await(ctx, fmt.Sprintf("%s idle before BGSAVE", src), func(ctx context.Context) (bool, string, error) {
 		info, err := src.info(ctx, "persistence")
 		if err != nil {
 			return false, "", err
 		}
 		ok, busy := idle(info)
-		saves, _ = strconv.Atoi(info["rdb_saves"])
 		return ok, busy, nil
 	})
 	if err != nil {
 		return err
 	}
+	before, _ := os.Stat(rdb) // none before the first snapshot
 	if err := src.client.BgSave(ctx).Err(); err != nil {
 		return fmt.Errorf("%s: BGSAVE: %w", src, err)
 	}
 	p.act(primary, "BGSAVE")
-	// rdb_saves counts finished snapshots; LASTSAVE only has a resolution of one second.
+	// BGSAVE returns with the child started (rdb_bgsave_in_progress:1), which writes a
+	// temporary file and renames it over dump.rdb: the snapshot is done when no child runs
+	// and dump.rdb is another file. This holds on every version; INFO's rdb_saves is 7.0+
+	// and LASTSAVE counts whole seconds.
 	err = p.await(ctx, fmt.Sprintf("%s to finish BGSAVE", src), func(ctx context.Context) (bool, string, error) {
 		info, err := src.info(ctx, "persistence")
 		if err != nil {
 			return false, "", err
 		}
-		n, _ := strconv.Atoi(info["rdb_saves"])
-		if info["rdb_bgsave_in_progress"] != "0" || n <= saves {
-			return false, fmt.Sprintf("rdb_saves=%d, in progress=%s", n, info["rdb_bgsave_in_progress"]), nil
+		if info["rdb_bgsave_in_progress"] != "0" {
+			return false, "BGSAVE in progress", nil
 		}
 		if info["rdb_last_bgsave_status"] != "ok" {
 			return false, "", fmt.Errorf("%s: BGSAVE failed: %s", src, lastLogLine(src.proc.LogPath))
+		}
+		after, err := os.Stat(rdb)
+		if err != nil || before != nil && os.SameFile(before, after) {
+			return false, "no new " + dialect.RDB, nil
 		}
 		return true, "", nil
 	})
 	if err != nil {
 		return err
 	}
-	if err := copyFile(filepath.Join(src.dir, rdbName), filepath.Join(dst.dir, rdbName)); err != nil {
+	if err := copyFile(rdb, filepath.Join(dst.dir, dialect.RDB)); err != nil {
 		return fmt.Errorf("copy snapshot of %s into %s: %w", src, dst, err)
 	}
-	if err := os.RemoveAll(filepath.Join(dst.dir, aofDirName)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dst.dir, dst.dialect.AOF)); err != nil {
 		return fmt.Errorf("%s: remove AOF: %w", dst, err)
 	}
 	dst.fromSnapshot = true
-	p.act(d, "copied %s of replica %d into %s and removed %s", rdbName, primary, dst.dir, aofDirName)
+	p.act(d, "copied %s of replica %d and removed %s", dialect.RDB, primary, dst.dialect.AOF)
 	return nil
 }
 
@@ -417,7 +630,7 @@ func (p *Plugin) restart(ctx context.Context, i int) error {
 	}
 	from := "its own data"
 	if r.fromSnapshot {
-		from = rdbName + " (appendonly no)"
+		from = dialect.RDB + " (--appendonly no)"
 	}
 	p.act(i, "started redis-server pid %d from %s", r.proc.Pid, from)
 	if err := p.awaitUp(ctx, r); err != nil {
@@ -442,22 +655,26 @@ func (p *Plugin) restart(ctx context.Context, i int) error {
 		if info["aof_last_bgrewrite_status"] != "ok" {
 			return false, "", fmt.Errorf("%s: AOF rewrite failed: %s", r, lastLogLine(r.proc.LogPath))
 		}
+		// CONFIG SET appendonly yes starts the rewrite before it returns (or schedules it
+		// while another child runs): once the server is idle, the AOF is written.
 		ok, busy := idle(info)
-		return ok && info["aof_enabled"] == "1" && info["aof_rewrites"] != "0", busy, nil
+		return ok && info["aof_enabled"] == "1", busy, nil
 	})
 }
 
-// replicaOf points r's server at replica src (aem.NoSource: REPLICAOF NO ONE).
+// replicaOf points r's server at replica src (aem.NoSource: NO ONE), with the command its
+// version knows: SLAVEOF before 5.0, REPLICAOF from 5.0.
 func (p *Plugin) replicaOf(ctx context.Context, r *replica, src int) error {
 	host, port := "NO", "ONE"
 	if src != aem.NoSource {
 		host, port = p.reps[src].addr()
 	}
-	if err := r.client.ReplicaOf(ctx, host, port).Err(); err != nil {
-		return fmt.Errorf("%s: REPLICAOF %s %s: %w", r, host, port, err)
+	cmd := r.dialect.ReplicaOf
+	if err := r.client.Do(ctx, cmd, host, port).Err(); err != nil {
+		return fmt.Errorf("%s: %s %s %s: %w", r, cmd, host, port, err)
 	}
 	r.link = src
-	p.act(r.index, "REPLICAOF %s %s", host, port)
+	p.act(r.index, "%s %s %s", cmd, host, port)
 	return nil
 }
 
@@ -504,9 +721,9 @@ func (p *Plugin) awaitConverged(ctx context.Context, s *aem.State) error {
 // data or runs a snapshot or an AOF rewrite.
 //
 // Replicas acknowledge on their own once a second. Rather than wait for that, the wait asks
-// the tree's root for acknowledgements (requestAcks) and then also accepts an acknowledgement
-// of the root's offset right after its request: every write came before it, and the GETACK
-// that follows it is never part of an acknowledgement.
+// the tree's root for acknowledgements (requestAcks, 3.0 and later) and then also accepts an
+// acknowledgement of the root's offset right after its request: every write came before it,
+// and the GETACK that follows it is never part of an acknowledgement.
 func (p *Plugin) awaitInSync(ctx context.Context, r, src *replica) error {
 	target := int64(-1)
 	var asked time.Time
@@ -571,7 +788,7 @@ func (p *Plugin) requestAcks(ctx context.Context, src *replica) (int64, error) {
 	for k := 0; root.link != aem.NoSource && k < len(p.reps); k++ {
 		root = p.reps[root.link]
 	}
-	if !root.running() || root.stopped || root.link != aem.NoSource {
+	if !root.running() || root.stopped || root.link != aem.NoSource || !root.dialect.Wait {
 		return -1, nil
 	}
 	// WAIT counts acknowledgements of the connection's own last write: one connection.

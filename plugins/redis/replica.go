@@ -14,19 +14,28 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
 // replica is one redis-server of the cluster and what the plugin knows of it concretely.
 type replica struct {
-	index  int
-	port   int
-	dir    string
-	proc   *cem.Process  // nil while the server is down
-	client *redis.Client // nil while the server is down
+	index   int
+	port    int
+	dir     string
+	dialect dialect.Dialect // what the server's version accepts
+	proc    *cem.Process    // nil while the server is down
+	client  *redis.Client   // database 0; nil while the server is down
+	// dbs holds a client for each other database used, made on first use: a client selects
+	// its database when it connects, so each database needs one.
+	dbs map[int]*redis.Client
 	// stopped is true while the server is suspended (SIGSTOP).
 	stopped bool
 	// link is the replica the server replicates from (REPLICAOF), or aem.NoSource.
 	link int
+	// promoted says that an S/S/R divergence made the server a master, although the model
+	// keeps its link, because it had to take writes while its source was suspended; the first
+	// convergence after which both are online links it again (see Plugin.wantLink).
+	promoted bool
 	// fromSnapshot says that the next start must load the RDB file an offline resync copied
 	// into dir rather than the replica's own AOF.
 	fromSnapshot bool
@@ -37,9 +46,7 @@ const commandTimeout = 5 * time.Second
 
 const (
 	confName     = "redis.conf"
-	rdbName      = "dump.rdb"      // the server's default dbfilename
-	aofDirName   = "appendonlydir" // the server's default appenddirname
-	serverLogTag = "redis-server"  // names the process's log and pid files
+	serverLogTag = "redis-server" // names the process's log and pid files
 )
 
 func (r *replica) String() string { return "replica " + strconv.Itoa(r.index) }
@@ -65,9 +72,16 @@ func (r *replica) start(server string) error {
 		return fmt.Errorf("%s: %w", r, err)
 	}
 	r.proc, r.stopped, r.link = p, false, aem.NoSource
-	r.client = redis.NewClient(&redis.Options{
+	r.client = r.newClient(0)
+	return nil
+}
+
+// newClient returns a client of the server's database db.
+func (r *replica) newClient(db int) *redis.Client {
+	return redis.NewClient(&redis.Options{
 		Addr:     "127.0.0.1:" + strconv.Itoa(r.port),
-		Protocol: 2,
+		DB:       db,
+		Protocol: 2, // RESP2: every version speaks it (HELLO is 6.0+)
 		// Waits pass their deadline to every call; single commands (SET, REPLICAOF, ...) answer
 		// at once from a running server, and the timeouts bound them should one not. A retry
 		// would repeat a write the plugin must account for, so there is none.
@@ -79,15 +93,35 @@ func (r *replica) start(server string) error {
 		PoolSize:              2,
 		DisableIdentity:       true, // CLIENT SETINFO is 7.2+
 	})
-	return nil
+}
+
+// db returns a client of database n.
+func (r *replica) db(n int) *redis.Client {
+	if n == 0 {
+		return r.client
+	}
+	if c, ok := r.dbs[n]; ok {
+		return c
+	}
+	if r.dbs == nil {
+		r.dbs = map[int]*redis.Client{}
+	}
+	c := r.newClient(n)
+	r.dbs[n] = c
+	return c
 }
 
 // kill SIGKILLs the server's process group and forgets the server.
 func (r *replica) kill(ctx context.Context) error {
+	// The connections die with the server either way.
 	if r.client != nil {
-		_ = r.client.Close() // the connection dies with the server either way
+		_ = r.client.Close()
 		r.client = nil
 	}
+	for _, c := range r.dbs {
+		_ = c.Close()
+	}
+	r.dbs = nil
 	if r.proc == nil {
 		return nil
 	}
@@ -125,19 +159,29 @@ func lastLogLine(path string) string {
 	return last
 }
 
-// info reads INFO sections as key/value pairs.
+// info reads INFO sections as key/value pairs: in one call where the server's version takes
+// several sections at once, else one call a section.
 func (r *replica) info(ctx context.Context, sections ...string) (map[string]string, error) {
 	if !r.running() {
 		return nil, r.exitedError()
 	}
-	text, err := r.client.Info(ctx, sections...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("%s: INFO: %w", r, err)
+	calls := [][]string{sections}
+	if !r.dialect.MultiSectionInfo {
+		calls = nil
+		for _, s := range sections {
+			calls = append(calls, []string{s})
+		}
 	}
 	m := map[string]string{}
-	for _, line := range strings.Split(text, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
-			m[k] = v
+	for _, call := range calls {
+		text, err := r.client.Info(ctx, call...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("%s: INFO %s: %w", r, strings.Join(call, " "), err)
+		}
+		for _, line := range strings.Split(text, "\r\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+				m[k] = v
+			}
 		}
 	}
 	return m, nil
@@ -195,7 +239,8 @@ func (r *replica) ping(ctx context.Context) (bool, error) {
 	return r.client.Ping(ctx).Err() == nil, nil
 }
 
-// readAll returns every key of the server with its string value.
+// readAll returns every key of every database of the server that holds keys, with its string
+// value, as "db<n>/<key>".
 func (r *replica) readAll(ctx context.Context) (map[string]string, error) {
 	switch {
 	case !r.running():
@@ -203,26 +248,48 @@ func (r *replica) readAll(ctx context.Context) (map[string]string, error) {
 	case r.stopped:
 		return nil, fmt.Errorf("%s is suspended", r)
 	}
+	keyspace, err := r.info(ctx, "keyspace")
+	if err != nil {
+		return nil, err
+	}
 	data := map[string]string{}
+	for name := range keyspace { // "db3:keys=1,expires=0,avg_ttl=0"
+		n, err := strconv.Atoi(strings.TrimPrefix(name, "db"))
+		if !strings.HasPrefix(name, "db") || err != nil {
+			continue
+		}
+		if err := r.readDB(ctx, n, data); err != nil {
+			return nil, err
+		}
+	}
+	return data, nil
+}
+
+// readDB adds every key of database n to data.
+func (r *replica) readDB(ctx context.Context, n int, data map[string]string) error {
+	c := r.db(n)
 	var cursor uint64
 	for {
-		keys, next, err := r.client.Scan(ctx, cursor, "*", 1000).Result()
+		keys, next, err := c.Scan(ctx, cursor, "*", 1000).Result()
 		if err != nil {
-			return nil, fmt.Errorf("%s: SCAN: %w", r, err)
+			return fmt.Errorf("%s: SCAN in database %d: %w", r, n, err)
 		}
 		if len(keys) > 0 {
-			values, err := r.client.MGet(ctx, keys...).Result()
+			values, err := c.MGet(ctx, keys...).Result()
 			if err != nil {
-				return nil, fmt.Errorf("%s: MGET: %w", r, err)
+				return fmt.Errorf("%s: MGET in database %d: %w", r, n, err)
 			}
 			for i, k := range keys {
 				if v, ok := values[i].(string); ok {
-					data[k] = v
+					data[dbKey(n, k)] = v
 				}
 			}
 		}
 		if cursor = next; cursor == 0 {
-			return data, nil
+			return nil
 		}
 	}
 }
+
+// dbKey is how a snapshot names key k of database n.
+func dbKey(n int, k string) string { return "db" + strconv.Itoa(n) + "/" + k }

@@ -37,7 +37,7 @@ func TestThroughPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	info, err := c.Info(ctx)
+	info, err := c.Info(ctx, nil)
 	if err != nil || info.Name != "zookeeper" || info.Capabilities.PortsPerReplica != 3 {
 		t.Fatalf("Info = %+v, %v", info, err)
 	}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"maps"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,36 +17,13 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// nextPort hands out port ranges to tests, above the Redis plugin's tests (21000 up) and
-// below the executor's (31000 up) and Linux's ephemeral range (32768 up).
-var nextPort atomic.Int32
-
-func init() { nextPort.Store(24000) }
-
-// freePorts returns the first of n consecutive free ports on 127.0.0.1.
-func freePorts(t testing.TB, n int) int {
-	t.Helper()
-	for range 100 {
-		base := int(nextPort.Add(int32(n))) - n
-		if base+n > 30000 {
-			nextPort.Store(24000)
-			continue
-		}
-		if cem.CheckPortsFree(base, n) == nil {
-			return base
-		}
-	}
-	t.Fatal("no free port range found")
-	return 0
-}
-
 // testSpec is a Q/C/Z cluster spec for a test: a fresh directory and free ports.
 func testSpec(t testing.TB, ops, n int, id, config string) cem.ClusterSpec {
 	t.Helper()
 	return cem.ClusterSpec{
 		DRM: "qcz", Ops: ops, Replicas: n,
 		Dir:         t.TempDir(),
-		BasePort:    freePorts(t, n*portsPerReplica),
+		BasePort:    plugintest.FreePorts(t, n*portsPerReplica),
 		ScheduleID:  id,
 		Config:      []byte(config),
 		StepTimeout: 30 * time.Second,

@@ -22,12 +22,13 @@ var _ cem.CEM = (*Plugin)(nil)
 // NewPlugin returns a plugin with no cluster.
 func NewPlugin() *Plugin { return &Plugin{cfg: DefaultConfig()} }
 
-// Info describes the plugin and the ZooKeeper of the last Start's configuration (the defaults
-// before any Start). The version comes from zookeeper.jar, without starting a JVM.
-func (p *Plugin) Info(ctx context.Context) (cem.Info, error) {
-	p.mu.Lock()
-	cfg := p.cfg
-	p.mu.Unlock()
+// Info describes the plugin and the ZooKeeper that config names. The version comes from
+// zookeeper.jar, without starting a JVM.
+func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
+	cfg, err := parseConfig(config)
+	if err != nil {
+		return cem.Info{}, err
+	}
 	in, err := findInstall(&cfg)
 	if err != nil {
 		return cem.Info{}, err

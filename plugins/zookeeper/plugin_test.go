@@ -17,7 +17,7 @@ import (
 
 func TestInfo(t *testing.T) {
 	p := NewPlugin()
-	info, err := p.Info(context.Background())
+	info, err := p.Info(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +77,8 @@ func TestStartErrors(t *testing.T) {
 			assertNoJVMs(t)
 		})
 	}
-	// Info follows the last Start's configuration, missing java included.
-	p := NewPlugin()
-	spec := testSpec(t, 1, 3, "errors", `java = "/nonexistent/java"`)
-	_ = p.Start(context.Background(), spec)
-	if _, err := p.Info(context.Background()); err == nil || err.Error() != `zookeeper: java binary "/nonexistent/java" not found` {
+	// Info checks the configuration it is given, missing java included.
+	if _, err := NewPlugin().Info(context.Background(), []byte(`java = "/nonexistent/java"`)); err == nil || err.Error() != `zookeeper: java binary "/nonexistent/java" not found` {
 		t.Errorf("info error = %v", err)
 	}
 }

@@ -6,7 +6,8 @@
 // $TESTPLUGIN_PROTOCOL_VERSION makes it claim another protocol version.
 //
 // What the plugin does, so that tests can tell what crossed the protocol:
-//   - Info fails with the text of $TESTPLUGIN_INFO_ERROR when it is set.
+//   - Info fails with the text of $TESTPLUGIN_INFO_ERROR when it is set, and when its config is
+//     not empty.
 //   - Start writes the spec it got into every replica, under "spec.*" keys; Config must be
 //     empty, "child = true", which also starts a child process in the plugin's process group
 //     and writes its pid to Dir/child.pid, or "unready = WHAT", which makes Start return a
@@ -76,7 +77,10 @@ type memory struct {
 	child    *exec.Cmd
 }
 
-func (m *memory) Info(context.Context) (cem.Info, error) {
+func (m *memory) Info(_ context.Context, config []byte) (cem.Info, error) {
+	if cfg := strings.TrimSpace(string(config)); cfg != "" {
+		return cem.Info{}, fmt.Errorf("info: unknown config %q", cfg)
+	}
 	if msg := os.Getenv("TESTPLUGIN_INFO_ERROR"); msg != "" {
 		return cem.Info{}, errors.New(msg)
 	}

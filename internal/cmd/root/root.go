@@ -8,8 +8,13 @@ import (
 
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmd/gen"
+	"github.com/modulo-testing/modulo/internal/cmd/plugin"
+	"github.com/modulo-testing/modulo/internal/cmd/replay"
+	"github.com/modulo-testing/modulo/internal/cmd/report"
+	"github.com/modulo-testing/modulo/internal/cmd/results"
 	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmd/show"
+	"github.com/modulo-testing/modulo/internal/cmd/shrink"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
 
@@ -32,5 +37,7 @@ replays them on real clusters and compares every replica's data afterwards.`,
 	cmd.SetErr(errOut)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usage(err) })
 	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil), run.NewCmd(out, nil))
+	cmd.AddCommand(results.NewCmd(out, nil), replay.NewCmd(out, nil), shrink.NewCmd(out, nil), report.NewCmd(out, nil))
+	cmd.AddCommand(plugin.NewCmd(out, nil))
 	return cmd
 }

@@ -65,14 +65,14 @@ func launcher(path string, stderr io.Writer) executor.Launcher {
 // probe starts a plugin once to ask what it is, and checks that it realises d and that its
 // server binary is there, before any schedule runs. Every problem is a usage error: the
 // plugin or its configuration has to be fixed.
-func probe(ctx context.Context, launch executor.Launcher, d drms.DRM) (cem.Info, error) {
+func probe(ctx context.Context, launch executor.Launcher, d drms.DRM, pluginConfig []byte) (cem.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	p, err := launch(ctx)
 	if err != nil {
 		return cem.Info{}, cmdutil.Usage(err)
 	}
-	info, err := p.Info(ctx)
+	info, err := p.Info(ctx, pluginConfig)
 	closeErr := p.Close()
 	if err != nil {
 		return cem.Info{}, cmdutil.Usage(err) // names the plugin, and the server binary

@@ -2,6 +2,7 @@ package run
 
 import (
 	"fmt"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"net"
 	"strconv"
 	"testing"
@@ -14,7 +15,7 @@ func TestCheckPorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := freeBase(t, 20)
+	base := plugintest.FreePorts(t, 20)
 	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+13))
 	if err != nil {
 		t.Fatal(err)

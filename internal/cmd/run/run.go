@@ -2,6 +2,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -41,6 +43,9 @@ type Options struct {
 	DRM        string   // empty: the file's
 	IDs        []string // empty: every schedule
 	ConfigFile string
+	// Preset, when set, names a preset of the plugin's settings: it becomes the preset key of
+	// the plugin's table, over the configuration file's.
+	Preset string
 
 	ResultsDir  *string
 	PluginDir   *string
@@ -125,6 +130,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.StringVar(&opts.DRM, "drm", "", "the DRM the file must hold: "+strings.Join(drms.Names(), ", ")+" (default: the file's)")
 	f.StringSliceVar(&opts.IDs, "ids", nil, "run only the schedules with these `IDs`")
 	f.StringVar(&opts.ConfigFile, "config", "", "read settings from the TOML `FILE`")
+	f.StringVar(&opts.Preset, "preset", "", "use the plugin's preset settings `NAME` (redis: paper); the plugin's table overrides them")
 	f.StringVar(&resultsDir, "results-dir", "", "put the campaign's results under `DIR` (default modulo-results)")
 	f.StringVar(&pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
@@ -165,23 +171,19 @@ func Run(opts *Options) error {
 			return cmdutil.Usagef("%s holds %s schedules, not %s", opts.File, h.DRM.Name, d.Name)
 		}
 	}
+	if opts.Preset != "" {
+		if err := setPreset(&cfg, h.DRM.Plugin, opts.Preset); err != nil {
+			return cmdutil.Usage(err)
+		}
+	}
 	next, total, err := selectSchedules(r, opts.File, opts.IDs)
 	if err != nil {
 		return err
 	}
 
-	pluginPath, err := findPlugin(h.DRM.Plugin, cfg.PluginDir)
-	if err != nil {
-		return err
-	}
 	prog := newProgress(errOut, isTerminal(errOut), total)
-	launch := launcher(pluginPath, prog)
-	info, err := probe(ctx, launch, h.DRM)
+	info, launch, err := PreparePlugin(ctx, cfg, h.DRM, h.Params.Replicas, prog)
 	if err != nil {
-		return err
-	}
-	stride := executor.Stride(h.Params.Replicas, info.Capabilities.PortsPerReplica)
-	if err := checkPorts(cfg.BasePort, cfg.Workers*stride); err != nil {
 		return err
 	}
 
@@ -195,6 +197,7 @@ func Run(opts *Options) error {
 		ScheduleFile: opts.File, ScheduleSHA256: sum,
 		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
 		Modulo: build.Version, Started: time.Now().UTC(),
+		Schedules: h.Count, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
 	})
 	if errors.Is(err, results.ErrOtherCampaign) {
 		return cmdutil.Usage(err)
@@ -352,4 +355,23 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// setPreset sets the preset key of plugin's table to name, which the plugin resolves (and
+// rejects when it knows no such preset).
+func setPreset(cfg *config.Config, plugin, name string) error {
+	table := map[string]any{}
+	if _, err := toml.Decode(string(cfg.Plugins[plugin]), &table); err != nil {
+		return fmt.Errorf("[%s]: %w", plugin, err)
+	}
+	table["preset"] = name
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).Encode(table); err != nil {
+		return fmt.Errorf("[%s]: set preset: %w", plugin, err)
+	}
+	if cfg.Plugins == nil {
+		cfg.Plugins = map[string][]byte{}
+	}
+	cfg.Plugins[plugin] = b.Bytes()
+	return nil
 }

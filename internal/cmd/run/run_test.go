@@ -3,17 +3,21 @@ package run
 import (
 	"bytes"
 	"fmt"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modulo-testing/modulo/cem"
+	"github.com/BurntSushi/toml"
+
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -31,12 +35,12 @@ func TestNewCmd(t *testing.T) {
 		check func(*Options) bool
 	}{
 		{"file only", []string{"f.sched"}, func(o *Options) bool {
-			return o.File == "f.sched" && o.DRM == "" && o.IDs == nil && o.Workers == nil && o.BasePort == nil &&
+			return o.File == "f.sched" && o.DRM == "" && o.IDs == nil && o.Workers == nil && o.BasePort == nil && o.Preset == "" &&
 				o.StepTimeout == nil && o.ResultsDir == nil && o.PluginDir == nil && o.Context != nil && o.ErrOut != nil
 		}},
 		{"every flag", []string{"f.sched", "--drm", "ssr", "--ids", "a,b", "--ids", "c", "--config", "m.toml", "--workers", "4",
-			"--base-port", "30000", "--step-timeout", "5s", "--results-dir", "out", "--plugin-dir", "bin"}, func(o *Options) bool {
-			return o.DRM == "ssr" && strings.Join(o.IDs, " ") == "a b c" && o.ConfigFile == "m.toml" && *o.Workers == 4 &&
+			"--base-port", "30000", "--step-timeout", "5s", "--results-dir", "out", "--plugin-dir", "bin", "--preset", "paper"}, func(o *Options) bool {
+			return o.DRM == "ssr" && strings.Join(o.IDs, " ") == "a b c" && o.ConfigFile == "m.toml" && *o.Workers == 4 && o.Preset == "paper" &&
 				*o.BasePort == 30000 && *o.StepTimeout == 5*time.Second && *o.ResultsDir == "out" && *o.PluginDir == "bin"
 		}},
 		{"zero overrides are still overrides", []string{"f.sched", "--workers", "0"}, func(o *Options) bool {
@@ -75,11 +79,11 @@ func TestRunBadInput(t *testing.T) {
 		wantErr string
 	}{
 		{"no such file", Options{File: "missing.sched"}, "open schedule file: open missing.sched: no such file or directory"},
-		{"unknown drm", Options{File: ssrFile, DRM: "raft"}, `unknown DRM "raft" (known: qcm, qcz, sclr, slr, ssr)`},
+		{"unknown drm", Options{File: ssrFile, DRM: "raft"}, `unknown DRM "raft" (known: qce, qcm, qcz, sclr, slr, ssr)`},
 		{"drm differs from the file's", Options{File: ssrFile, DRM: "S/L/R"}, ssrFile + " holds ssr schedules, not slr"},
 		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
-		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: mongodb, redis, zookeeper)`},
+		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Workers: ptr(0)}, "workers must be between 1 and 256, got 0"},
 		{"no plugin", Options{File: ssrFile, PluginDir: ptr(emptyDir)},
 			fmt.Sprintf("plugin modulo-plugin-redis not found in plugin_dir %s, %s (next to modulo) or on $PATH; build it with 'go build -o bin/modulo-plugin-redis ./plugins/redis' in modulo's source tree and pass --plugin-dir bin",
@@ -98,6 +102,37 @@ func TestRunBadInput(t *testing.T) {
 			}
 			if out.Len() != 0 {
 				t.Errorf("output %q", out.String())
+			}
+		})
+	}
+}
+
+func TestSetPreset(t *testing.T) {
+	tests := []struct {
+		name  string
+		table string // the plugin's table in the configuration file; "-" for none
+		want  map[string]any
+	}{
+		{"no table", "-", map[string]any{"preset": "paper"}},
+		{"keys kept", "server = \"/opt/redis-4.0/redis-server\"\nrepl_timeout = 5\n",
+			map[string]any{"preset": "paper", "server": "/opt/redis-4.0/redis-server", "repl_timeout": int64(5)}},
+		{"the flag wins over the file's preset", "preset = \"other\"\n", map[string]any{"preset": "paper"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			if tt.table != "-" {
+				cfg.Plugins = map[string][]byte{"redis": []byte(tt.table)}
+			}
+			if err := setPreset(&cfg, "redis", "paper"); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]any{}
+			if _, err := toml.Decode(string(cfg.Plugins["redis"]), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("[redis] = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -145,27 +180,10 @@ func buildTestPlugin(t *testing.T, name string) string {
 	return dir
 }
 
-func freeBase(t *testing.T, n int) int {
-	t.Helper()
-	// Below the ephemeral range (32768 up on Linux), where outgoing connections take ports;
-	// from a place that depends on the pid, so that test binaries running at once (go test
-	// runs packages side by side) try different ranges first.
-	const lo, hi, step = 28000, 32600, 200
-	start := lo + os.Getpid()%((hi-lo)/step)*step
-	for i := 0; i < (hi-lo)/step; i++ {
-		base := lo + (start-lo+i*step)%(hi-lo)
-		if base+n <= hi && cem.CheckPortsFree(base, n) == nil {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports", n)
-	return 0
-}
-
 func TestRunThroughPluginProcess(t *testing.T) {
 	pluginDir := buildTestPlugin(t, "redis")
 	resultsDir := t.TempDir()
-	base := freeBase(t, 20)
+	base := plugintest.FreePorts(t, 20)
 	run := func() (string, string, error) {
 		var out, errOut bytes.Buffer
 		err := Run(&Options{
@@ -268,7 +286,7 @@ func TestRunPluginProbe(t *testing.T) {
 func TestRunIDs(t *testing.T) {
 	pluginDir := buildTestPlugin(t, "redis")
 	resultsDir := t.TempDir()
-	base := freeBase(t, 10)
+	base := plugintest.FreePorts(t, 10)
 	ids := []string{"9e00953181d87464", "6dcc0d6bc0b18a81"}
 	var out, errOut bytes.Buffer
 	err := Run(&Options{

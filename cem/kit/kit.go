@@ -1,0 +1,194 @@
+// Package kit is what a DRM plugin is built from: the plugin's author says how to start one
+// replica of their system, write a key through it, read every key it holds and tell whether the
+// cluster has caught up; the kit does the rest of cem.CEM.
+//
+// The kit owns the cluster: a directory and PortsPerReplica ports per replica, every server in
+// a process group of its own (started, SIGKILLed, SIGSTOPped and SIGCONTed by the kit), the
+// configuration section (decoded with unknown keys refused), the abstract state of the
+// schedule (the model's Apply after every step), the mapping of abstract replicas to servers,
+// every wait (bounded by the step timeout, a *cem.NotReachedError when it passes), the record
+// of every action with its time, and Teardown. It realises two families of models:
+//
+//   - quorum models (Q/C/Z and its kin): crash failures, writes through the leader. A system
+//     implements Quorum, and LogReader for writes that reach only a minority.
+//   - link models (S/S/R, S/L/R, S/CL/R): replicas replicate along explicit links that the
+//     plugin sets. A system implements Linker, and Snapshotter for S/CL/R's offline resyncs.
+//
+// Optional behaviour is a small interface of its own that the kit detects on the System, as
+// Nomad's task drivers declare their capabilities: a system implements what its DRMs need and
+// nothing else. docs/writing-a-plugin.md builds a plugin step by step.
+package kit
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/modulo-testing/modulo/cem"
+)
+
+// About describes a plugin.
+type About struct {
+	Name string // the plugin's name, as drms.DRM.Plugin names it: "etcd"
+	// DRMs lists the short names of the DRMs the plugin realises; the catalogue (package drms)
+	// must name this plugin for each.
+	DRMs []string
+	// PortsPerReplica is how many consecutive ports on 127.0.0.1 each replica gets.
+	PortsPerReplica int
+	// Version is the plugin's version; empty means modulo's.
+	Version string
+}
+
+// System is what a plugin's author writes: how to run and talk to one replica of their system.
+// The kit calls it from one goroutine at a time, except that Write may run while LogReader's
+// Logged polls (a write that cannot commit is sent asynchronously). Every method that takes a
+// context must return soon after it ends: a hung server must not hang the plugin.
+type System interface {
+	// Version returns the version of the server binary the configuration names; it fails with
+	// one line naming the binary when it is missing. Info reports it.
+	Version(ctx context.Context) (string, error)
+	// Command says how to start replica r, in r.Dir: at the cluster's start and at every
+	// restart (r.Starts counts the earlier starts). It may write the files the server needs.
+	// A server of a link model must start replicating from nobody: the kit links it.
+	Command(c *Cluster, r *Replica) (Command, error)
+	// Write writes key = value through replica r and returns once r has accepted it: for a
+	// quorum system, once the write has committed.
+	Write(ctx context.Context, r *Replica, key, value string) error
+	// ReadAll returns every key and value that replica r holds, read from r alone.
+	ReadAll(ctx context.Context, r *Replica) (map[string]string, error)
+	// CaughtUp tells whether every replica of online serves and holds what it must hold: for a
+	// quorum system, everything its leader has committed; for a link model, the kit has
+	// already waited for every link (Linker.InSync) and CaughtUp says that the replicas are
+	// settled (no background work that a crash could cut short). When not, seen says what it
+	// saw, for the message if the wait times out. A server that does not answer yet is not
+	// an error: report false.
+	CaughtUp(ctx context.Context, c *Cluster, online []*Replica) (ok bool, seen string, err error)
+}
+
+// Configurable is implemented by a system that takes configuration keys. Configure is called
+// with the plugin's section of modulo's configuration when the plugin starts (empty) and at
+// every cluster start: it sets the defaults, calls decode with a pointer to the struct that
+// holds the keys (github.com/BurntSushi/toml tags) and checks the values. decode fails naming
+// every key that neither the struct nor the kit knows. A system that is not Configurable
+// accepts no keys.
+type Configurable interface {
+	Configure(decode func(v any) error) error
+}
+
+// Preparer is implemented by a system that needs something once per cluster before any of its
+// servers starts: a file every server reads, a cache to fill. Prepare runs in Start, after the
+// directories are made (c.Spec.Dir and every r.Dir), within the step timeout.
+type Preparer interface {
+	Prepare(ctx context.Context, c *Cluster) error
+}
+
+// Holder is implemented by a system that can tell more cheaply than ReadAll whether replica r
+// holds key = value, or that stores one write as something else than one key (several keys, a
+// key of another name). The kit polls Holds after a write until it holds; seen says what r holds
+// instead.
+type Holder interface {
+	Holds(ctx context.Context, r *Replica, key, value string) (ok bool, seen string, err error)
+}
+
+// Readier is implemented by a system whose servers must be waited for after a start before
+// the kit may talk to them (a link model links them at once). Ready tells whether r, just
+// started, serves; the kit polls it until it does.
+type Readier interface {
+	Ready(ctx context.Context, r *Replica) (ok bool, seen string, err error)
+}
+
+// Quorum is implemented by a system for a quorum model. Leader returns the one replica of
+// online that every one of them follows as its leader, or nil (with what it saw) when they do
+// not agree yet; the kit polls it.
+type Quorum interface {
+	Leader(ctx context.Context, c *Cluster, online []*Replica) (leader *Replica, seen string, err error)
+}
+
+// LogReader is implemented by a quorum system whose replicas' logs can be inspected. Logged
+// tells whether the write of key = value is in r's durable log, committed or not.
+//
+// A write that reaches only a minority can never commit, yet the model wants it on the
+// minority's disks before they crash. With LogReader the kit realises it: it suspends
+// (SIGSTOP) the replicas that must miss the write instead of killing them, so that the leader
+// keeps its quorum for the moment the write needs; it sends the write to the leader without
+// waiting for an answer; it polls Logged on every replica that must receive it; then it
+// SIGKILLs every replica, as the model's divergence does. The suspended replicas never run
+// again before they are killed, so to them it is a crash before the write. The kit also uses
+// Logged to confirm that every receiver holds a committed write (ReadAll otherwise). Without
+// LogReader, a step with a minority write fails, naming this interface.
+type LogReader interface {
+	Logged(ctx context.Context, r *Replica, key, value string) (bool, error)
+}
+
+// Linker is implemented by a system for a link model: replicas replicate along links that the
+// plugin sets and removes. The kit writes only into servers that follow nobody, and expects a
+// server to pass on to its followers what its source sends it.
+type Linker interface {
+	// Follow makes r replicate from src, and Unfollow makes it replicate from nobody, keeping
+	// its data. Both return once r has taken the order; the kit then waits with InSync.
+	Follow(ctx context.Context, r, src *Replica) error
+	Unfollow(ctx context.Context, r *Replica) error
+	// InSync tells whether r has caught up with src along its link, as both see it.
+	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
+}
+
+// Snapshotter is implemented by a link system for S/CL/R's offline resyncs. CopySnapshot
+// replaces the data of the crashed replica to (which is down) with a fresh snapshot of the
+// running replica from, so that to's next start loads it.
+type Snapshotter interface {
+	CopySnapshot(ctx context.Context, c *Cluster, from, to *Replica) error
+}
+
+// Command is how to start one server.
+type Command struct {
+	Path string   // the binary
+	Args []string // arguments after the binary
+	Env  []string // environment; nil inherits the plugin's
+}
+
+// Cluster is the cluster the kit runs for one schedule.
+type Cluster struct {
+	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
+	Replicas []*Replica      // by concrete index
+	p        *Plugin
+}
+
+// Await polls cond until it holds, within the step timeout, for a system's hook that must wait
+// for something of its own (a snapshot to finish). A timeout becomes a *cem.NotReachedError
+// naming what and what cond last saw.
+func (c *Cluster) Await(ctx context.Context, what string, cond func(ctx context.Context) (ok bool, seen string, err error)) error {
+	return c.p.await(ctx, what, nil, cond)
+}
+
+// Record adds an action of a system's own to the step's record; r is nil when it concerns no
+// single replica. The kit records every hook it calls already.
+func (c *Cluster) Record(r *Replica, format string, args ...any) {
+	c.p.act(r, format, args...)
+}
+
+// Replica is one server of the cluster.
+type Replica struct {
+	Index int    // concrete index, 0..n-1, fixed for the cluster's life
+	Name  string // "<plugin>-<index>": names its directory, log and pid file
+	Dir   string // a directory of its own under the cluster's
+	Ports []int  // its PortsPerReplica ports on 127.0.0.1
+	// Starts is how many times the server was started before the current start.
+	Starts int
+
+	proc      *cem.Process // nil while down
+	suspended bool
+	link      int  // the replica the server follows (link models), aem.NoSource for none
+	promoted  bool // S/S/R: unlinked to take writes while its source was suspended
+}
+
+// Addr is "127.0.0.1:port" for the replica's k-th port.
+func (r *Replica) Addr(k int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Ports[k])) }
+
+// LogPath is the file that holds the server's stdout and stderr, every start appended.
+func (r *Replica) LogPath() string { return filepath.Join(r.Dir, r.Name+".log") }
+
+func (r *Replica) String() string { return r.Name }
+
+// running tells whether the server is up (it may be suspended).
+func (r *Replica) running() bool { return r.proc != nil && r.proc.Running() }

@@ -1,0 +1,238 @@
+package kit_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+)
+
+// configSystem checks the kit's configuration handling and Start's checks, all of which
+// happen before any server starts: its servers are never started.
+type configSystem struct {
+	cfg struct {
+		Server string `toml:"server"`
+		Copies int    `toml:"copies"`
+	}
+}
+
+func (s *configSystem) Configure(decode func(any) error) error {
+	s.cfg.Server, s.cfg.Copies = "server", 1
+	if err := decode(&s.cfg); err != nil {
+		return err
+	}
+	if s.cfg.Copies < 1 {
+		return errors.New("copies must be at least 1")
+	}
+	return nil
+}
+
+func (s *configSystem) Version(context.Context) (string, error) { return "1.0", nil }
+
+func (s *configSystem) Command(*kit.Cluster, *kit.Replica) (kit.Command, error) {
+	return kit.Command{}, errors.New("configSystem starts no server")
+}
+
+func (s *configSystem) Write(context.Context, *kit.Replica, string, string) error {
+	return errors.New("configSystem writes nothing")
+}
+
+func (s *configSystem) ReadAll(context.Context, *kit.Replica) (map[string]string, error) {
+	return nil, errors.New("configSystem reads nothing")
+}
+
+func (s *configSystem) CaughtUp(context.Context, *kit.Cluster, []*kit.Replica) (bool, string, error) {
+	return false, "", errors.New("configSystem has no cluster")
+}
+
+// quorumConfigSystem has the Quorum capability, so that Start gets past the engine's checks.
+type quorumConfigSystem struct{ configSystem }
+
+func (quorumConfigSystem) Leader(context.Context, *kit.Cluster, []*kit.Replica) (*kit.Replica, string, error) {
+	return nil, "", errors.New("quorumConfigSystem has no leader")
+}
+
+// exitingSystem's servers are real processes that exit at once, after printing a line that
+// Prepare wrote for the whole cluster.
+type exitingSystem struct{ quorumConfigSystem }
+
+func (exitingSystem) Prepare(_ context.Context, c *kit.Cluster) error {
+	return os.WriteFile(filepath.Join(c.Spec.Dir, "motd"), []byte("no quorum today\n"), 0o644)
+}
+
+func (exitingSystem) Command(c *kit.Cluster, _ *kit.Replica) (kit.Command, error) {
+	return kit.Command{Path: "/bin/sh", Args: []string{"-c", "cat " + filepath.Join(c.Spec.Dir, "motd") + " >&2; exit 3"}}, nil
+}
+
+func (exitingSystem) CaughtUp(context.Context, *kit.Cluster, []*kit.Replica) (bool, string, error) {
+	return false, "nobody answers", nil
+}
+
+// bareSystem is configSystem without the Configurable capability.
+type bareSystem struct{ s configSystem }
+
+func (b bareSystem) Version(ctx context.Context) (string, error) { return b.s.Version(ctx) }
+func (b bareSystem) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	return b.s.Command(c, r)
+}
+func (b bareSystem) Write(ctx context.Context, r *kit.Replica, k, v string) error {
+	return b.s.Write(ctx, r, k, v)
+}
+func (b bareSystem) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
+	return b.s.ReadAll(ctx, r)
+}
+func (b bareSystem) CaughtUp(ctx context.Context, c *kit.Cluster, rs []*kit.Replica) (bool, string, error) {
+	return b.s.CaughtUp(ctx, c, rs)
+}
+
+var etcdAbout = kit.About{Name: "etcd", DRMs: []string{"qce"}, PortsPerReplica: 2}
+
+// startSpec is a spec that every check passes, on ports that are free.
+func startSpec(t *testing.T) cem.ClusterSpec {
+	t.Helper()
+	return cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.FreePorts(t, 6)}
+}
+
+func TestStartChecks(t *testing.T) {
+	tests := []struct {
+		name    string
+		about   kit.About
+		sys     kit.System
+		spec    func(*cem.ClusterSpec)
+		wantErr string // how the error starts
+		wantEnd string // how it ends
+	}{
+		{"unknown key", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte("server = \"x\"\nbogus = 1\nzzz = 2\n") },
+			`etcd config: unknown key "bogus", "zzz"`, ""},
+		{"bad value", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte("copies = 0") },
+			"etcd config: copies must be at least 1", ""},
+		{"not TOML", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte("copies = ") },
+			"etcd config: toml: line 1", ""},
+		{"wrong type", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`copies = "two"`) },
+			"etcd config: toml: line 1 (last key \"copies\"): incompatible types", ""},
+		{"bad break", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`break_realisation = "yes"`) },
+			`etcd config: break_realisation must be "leave-behind" or unset, got "yes"`, ""},
+		{"no keys at all", etcdAbout, bareSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`server = "x"`) },
+			`etcd config: unknown key "server"`, ""},
+		{"DRM of another plugin", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.DRM = "ssr" },
+			"etcd: start: DRM ssr is realised by the redis plugin, not by etcd", ""},
+		{"unknown DRM", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.DRM = "raft" },
+			`etcd: start: unknown DRM "raft"`, ""},
+		{"too few replicas", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Replicas = 1 },
+			"etcd: start: replicas must be between 2 and 16, got 1", ""},
+		{"no directory", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Dir = "" },
+			"etcd: start: the cluster spec has no directory", ""},
+		{"no Quorum", etcdAbout, &configSystem{}, nil,
+			"etcd: start: DRM qce needs the system to implement kit.Quorum", ""},
+		{"no Linker", kit.About{Name: "redis", DRMs: []string{"sclr"}, PortsPerReplica: 1}, &configSystem{}, func(s *cem.ClusterSpec) { s.DRM = "sclr" },
+			"redis: start: DRM sclr needs the system to implement kit.Linker", ""},
+		{"no command", etcdAbout, &quorumConfigSystem{}, nil,
+			"etcd: start: etcd-0: configSystem starts no server", ""},
+		{"server exits", etcdAbout, &exitingSystem{}, nil,
+			"etcd: start: waiting for etcd-0, etcd-1, etcd-2 caught up: etcd-0 (pid ",
+			"exited unexpectedly (exit status 3); the last line of its log: no quorum today"},
+		{"bad About", kit.About{Name: "etcd", DRMs: []string{"qce"}}, &quorumConfigSystem{}, nil,
+			`plugin "etcd": About needs a name, DRMs and at least one port per replica`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := kit.New(tt.about, tt.sys)
+			spec := startSpec(t)
+			if tt.spec != nil {
+				tt.spec(&spec)
+			}
+			err := p.Start(context.Background(), spec)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Fatalf("Start error = %v, want it to start with %q", err, tt.wantErr)
+			}
+			if !strings.HasSuffix(err.Error(), tt.wantEnd) {
+				t.Errorf("Start error %q should end with %q", err, tt.wantEnd)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("Start error %q spans several lines", err)
+			}
+			for range 2 {
+				if err := p.Teardown(context.Background()); err != nil {
+					t.Errorf("Teardown after a failed Start: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestStartBusyPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	port := l.Addr().(*net.TCPAddr).Port
+	spec := startSpec(t)
+	spec.BasePort = port - 5 // the busy port is replica 2's second
+	err = kit.New(etcdAbout, &quorumConfigSystem{}).Start(context.Background(), spec)
+	want := "etcd: start: port 127.0.0.1:" + strconv.Itoa(port) + " is already in use"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Start error = %v, want %q", err, want)
+	}
+}
+
+func TestNoCluster(t *testing.T) {
+	p := kit.New(etcdAbout, &quorumConfigSystem{})
+	ctx := context.Background()
+	if _, err := p.Apply(ctx, cem.Step{Transition: "D[0,0,1]"}); err == nil || err.Error() != "etcd: step 1: no cluster; Start one first" {
+		t.Errorf("Apply error = %v", err)
+	}
+	if _, err := p.Read(ctx); err == nil || err.Error() != "etcd: read: no cluster; Start one first" {
+		t.Errorf("Read error = %v", err)
+	}
+	if err := p.Teardown(ctx); err != nil {
+		t.Errorf("Teardown error = %v", err)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	info, err := kit.New(etcdAbout, &quorumConfigSystem{}).Info(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "etcd" || info.ServerVersion != "1.0" || info.Version == "" ||
+		len(info.Capabilities.DRMs) != 1 || info.Capabilities.PortsPerReplica != 2 {
+		t.Errorf("Info = %+v", info)
+	}
+}
+
+func TestOutput(t *testing.T) {
+	tests := []struct {
+		name    string
+		path    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{"prints", "/bin/sh", []string{"-c", "echo server 1.2.3"}, "server 1.2.3\n", ""},
+		{"missing binary", "no-such-server-binary", nil, "", `server binary "no-such-server-binary" not found`},
+		{"fails", "/bin/sh", []string{"-c", "echo unknown flag >&2; exit 2"}, "", "/bin/sh -c echo unknown flag >&2; exit 2: exit status 2: unknown flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := kit.Output(context.Background(), tt.path, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || out != tt.want {
+				t.Fatalf("Output = %q, %v; want %q", out, err, tt.want)
+			}
+		})
+	}
+}

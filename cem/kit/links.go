@@ -1,0 +1,469 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/modulo-testing/modulo/aem"
+)
+
+// linkEngine realises the link models, whose replicas replicate along explicit links; abstract
+// and concrete replicas are the same. How the abstract failures and recoveries become actions:
+//
+//   - S/S/R: offline is suspended (SIGSTOP of the server's process group); links are the
+//     model's links, and a suspended replica keeps its link. One exception: a divergence may
+//     hand writes to a replica whose source is suspended (the source misses them). The kit
+//     then first promotes the replica (Unfollow): a write into a server that follows another
+//     would diverge it from its source in a way replication does not promise to repair (Redis
+//     documents it as unsupported, redis/redis#6695), a false convergence failure. The first
+//     convergence after which it and its source are both online links it again, which
+//     resyncs it for real.
+//   - S/L/R: every server runs at all times; a link failure is Unfollow on the replica that
+//     loses its source. Offline is only abstract: links are the model's links.
+//   - S/CL/R: CRASH is SIGKILL; a crashed replica comes back by restarting from its own
+//     directory. A server follows its source only while both are online: going offline
+//     disconnects it (Unfollow) from its source and its followers, coming back reconnects it. A
+//     disconnected NONE replica keeps running; a primary that an OFFLINE_2 takes over from is
+//     suspended: it goes down without losing its process, as it is not crashed.
+type linkEngine struct {
+	p       *Plugin
+	l       Linker
+	snap    Snapshotter // S/CL/R only
+	variant aem.RedisVariant
+}
+
+func (e *linkEngine) reps() []*Replica { return e.p.c.Replicas }
+
+// wantLink is the source replica i's server should follow when the model is in s.
+func (e *linkEngine) wantLink(s *aem.State, i int) int {
+	src := s.Src[i]
+	apart := src == aem.NoSource || !s.On[i] || !s.On[src]
+	switch {
+	case e.variant == aem.CrashLink && apart:
+		return aem.NoSource
+	case e.variant == aem.Suspend && e.reps()[i].promoted && apart:
+		// Promoted while its source was suspended: it stays a primary until both are online.
+		return aem.NoSource
+	}
+	return src
+}
+
+func (e *linkEngine) start(ctx context.Context) error {
+	s := &e.p.state
+	// Link one replica at a time, sources first: a replica that syncs itself may refuse to
+	// serve a sync (Redis does), and its follower would retry only later.
+	for _, i := range e.linkOrder(s) {
+		if src := e.wantLink(s, i); src != aem.NoSource {
+			if err := e.follow(ctx, e.reps()[i], e.reps()[src]); err != nil {
+				return err
+			}
+			if err := e.awaitInSync(ctx, e.reps()[i], e.reps()[src]); err != nil {
+				return err
+			}
+		}
+	}
+	return e.awaitConverged(ctx, s)
+}
+
+func (e *linkEngine) check() error {
+	s := &e.p.state
+	for i, r := range e.reps() {
+		on := s.On[i]
+		switch {
+		case e.variant != aem.CrashLink && !r.running():
+			return fmt.Errorf("%s is down", r.Name)
+		case e.variant == aem.Suspend && r.suspended == on:
+			return fmt.Errorf("%s is suspended=%v while online=%v", r.Name, r.suspended, on)
+		case e.variant == aem.Link && r.suspended:
+			return fmt.Errorf("%s is suspended", r.Name)
+		case e.variant == aem.CrashLink && on && (!r.running() || r.suspended):
+			return fmt.Errorf("%s is online but its server is down or suspended", r.Name)
+		case e.variant == aem.CrashLink && s.Crashed[i] && r.running():
+			return fmt.Errorf("%s is crashed but its server runs", r.Name)
+		case r.running() && r.link != e.wantLink(s, i):
+			return fmt.Errorf("%s follows %d, the model wants %d", r.Name, r.link, e.wantLink(s, i))
+		}
+	}
+	return nil
+}
+
+// group is the root of replica a's replication tree in the model's links: the replicas the
+// model links must converge, whether or not the servers are linked as the model says.
+func (e *linkEngine) group(a int) int {
+	s := &e.p.state
+	for k := 0; k < len(s.Src) && e.wantLink(s, a) != aem.NoSource; k++ {
+		a = e.wantLink(s, a)
+	}
+	return a
+}
+
+func (e *linkEngine) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
+	if t.Kind == aem.Divergence {
+		return e.diverge(ctx, t)
+	}
+	return e.converge(ctx, t, next)
+}
+
+// diverge realises D v: write j reaches exactly the replicas with v[i] >= j, and the replicas
+// with v[i] = j-1 fail just before it. Afterwards the failures the model marks are applied.
+func (e *linkEngine) diverge(ctx context.Context, t *aem.Transition) error {
+	p := e.p
+	inLayout := func(i int) bool {
+		if t.Failures != nil {
+			return t.Failures[i] != aem.NotInLayout
+		}
+		return p.state.On[i]
+	}
+	top := t.WriteCount()
+	for j := 1; j <= top; j++ {
+		for i, v := range t.Writes {
+			if inLayout(i) && v == j-1 {
+				if err := e.failBefore(ctx, t, i, j); err != nil {
+					return err
+				}
+			}
+		}
+		if err := e.write(ctx, t, j); err != nil {
+			return err
+		}
+	}
+	switch e.variant {
+	case aem.Suspend: // every replica ends suspended
+		for _, r := range e.reps() {
+			if !r.suspended {
+				if err := p.suspend(ctx, r); err != nil {
+					return err
+				}
+			}
+		}
+	case aem.CrashLink:
+		// Disconnect first, so that no NONE replica sees its source die and retries it.
+		for i, f := range t.Failures {
+			if r := e.reps()[i]; f == aem.FailNone && r.link != aem.NoSource {
+				if err := e.unfollow(ctx, r); err != nil {
+					return err
+				}
+			}
+		}
+		for i, f := range t.Failures {
+			if f == aem.FailCrash && t.Writes[i] == top {
+				if err := p.crash(ctx, e.reps()[i]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// failBefore fails replica i just before write j, which it must not receive.
+func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int) error {
+	r := e.reps()[i]
+	switch e.variant {
+	case aem.Suspend:
+		return e.p.suspend(ctx, r)
+	case aem.Link:
+		// The link fails where the source goes on receiving; a replica whose source misses
+		// write j too keeps its link.
+		if src := e.p.state.Src[i]; src != aem.NoSource && t.Writes[src] >= j {
+			return e.unfollow(ctx, r)
+		}
+		return nil
+	}
+	if t.Failures[i] != aem.FailCrash {
+		return fmt.Errorf("replica %d misses write %d but its failure kind is not CRASH", i, j)
+	}
+	return e.p.crash(ctx, r)
+}
+
+// write injects write j of the step: it sends it to every receiving replica that replication
+// would not bring it to, which never follows another (an S/S/R receiver whose source is
+// suspended is promoted first), and waits until every receiving replica holds it.
+func (e *linkEngine) write(ctx context.Context, t *aem.Transition, j int) error {
+	reps := e.reps()
+	recv := make([]bool, len(reps))
+	for i, v := range t.Writes {
+		recv[i] = v >= j
+		switch {
+		case recv[i] && !reps[i].running():
+			return fmt.Errorf("write %d: %w", j, e.p.exitedError(reps[i]))
+		case recv[i] && reps[i].suspended:
+			return fmt.Errorf("%s must receive write %d but it is suspended", reps[i].Name, j)
+		}
+	}
+	via, err := e.promoteReceivers(ctx, recv, j)
+	if err != nil {
+		return err
+	}
+	for i, r := range reps {
+		if !recv[i] && r.running() && !r.suspended && r.link != aem.NoSource && recv[r.link] {
+			return fmt.Errorf("%s must miss write %d but follows %s, which receives it", r.Name, j, reps[r.link].Name)
+		}
+	}
+	key := e.p.key(j)
+	value := e.p.value(key)
+	for i, r := range reps {
+		if recv[i] && !via[i] {
+			if err := e.p.write(ctx, r, key, value); err != nil {
+				return err
+			}
+		}
+	}
+	for i, r := range reps {
+		if recv[i] {
+			if err := e.p.awaitHolds(ctx, r, key, value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// promoteReceivers promotes, in S/S/R, every receiver of write j whose source is suspended, the
+// highest in its chain first: its followers may then get the write by replication. It returns
+// which receivers replication reaches; a receiver that follows another and is not reached is
+// a realisation error.
+func (e *linkEngine) promoteReceivers(ctx context.Context, recv []bool, j int) ([]bool, error) {
+	reps := e.reps()
+	for {
+		via := e.replicated(recv)
+		var promote, stuck *Replica
+		for i, r := range reps {
+			if !recv[i] || via[i] || r.link == aem.NoSource {
+				continue
+			}
+			if e.variant == aem.Suspend && reps[r.link].suspended {
+				promote = r
+				break
+			}
+			stuck = r
+		}
+		if promote == nil {
+			if stuck != nil {
+				return nil, fmt.Errorf("%s must receive write %d, which its source %s does not pass on", stuck.Name, j, reps[stuck.link].Name)
+			}
+			return via, nil
+		}
+		e.p.act(promote, "promoted: it receives write %d while its source, %s, is suspended", j, reps[promote.link].Name)
+		if err := e.unfollow(ctx, promote); err != nil {
+			return nil, err
+		}
+		promote.promoted = true
+	}
+}
+
+// replicated tells, for each replica, whether replication brings it a write that exactly the
+// replicas in recv receive: it follows a receiving primary or, down a chain, a receiving
+// replica that got it by replication.
+func (e *linkEngine) replicated(recv []bool) []bool {
+	reps := e.reps()
+	via := make([]bool, len(reps))
+	passes := func(i int) bool { return recv[i] && (reps[i].link == aem.NoSource || via[i]) }
+	for range reps { // links form a forest: n rounds reach every depth
+		for i, r := range reps {
+			via[i] = recv[i] && r.link != aem.NoSource && passes(r.link)
+		}
+	}
+	return via
+}
+
+// converge realises C: the group comes back, the servers' links become the model's and every
+// online replica with an online source is waited for until it is in sync.
+func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.State) error {
+	if t.Resync != aem.Online {
+		if err := e.offlineResync(ctx, t); err != nil {
+			return err
+		}
+	} else {
+		for i, r := range e.reps() {
+			if !next.On[i] {
+				continue
+			}
+			if !r.running() {
+				if err := e.p.restart(ctx, r); err != nil {
+					return err
+				}
+			}
+			if r.suspended {
+				if err := e.p.resume(r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := e.relink(ctx, next); err != nil {
+		return err
+	}
+	return e.awaitConverged(ctx, next)
+}
+
+// relink makes every running server's link what the model wants in next: unlinks first, then
+// new links from the primaries down, each waited for before the next.
+func (e *linkEngine) relink(ctx context.Context, next *aem.State) error {
+	for _, i := range e.linkOrder(next) {
+		r := e.reps()[i]
+		want := e.wantLink(next, i)
+		if !r.running() || r.link == want {
+			continue
+		}
+		if r.suspended {
+			return fmt.Errorf("%s is suspended but the model moves its link to %d", r.Name, want)
+		}
+		if want == aem.NoSource {
+			if err := e.unfollow(ctx, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := e.follow(ctx, r, e.reps()[want]); err != nil {
+			return err
+		}
+		r.promoted = false // it follows its source again, which resyncs it
+		if next.On[want] {
+			if err := e.awaitInSync(ctx, r, e.reps()[want]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// linkOrder orders the replicas for relinking towards s: those that lose their link first,
+// then the others by their depth in s's forest, sources before their followers.
+func (e *linkEngine) linkOrder(s *aem.State) []int {
+	key := func(i int) int {
+		if e.wantLink(s, i) == aem.NoSource {
+			return -1
+		}
+		d := 0
+		for src := s.Src[i]; src != aem.NoSource && d <= len(s.Src); src = s.Src[src] {
+			d++
+		}
+		return d
+	}
+	order := make([]int, len(s.Src))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return key(a) - key(b) })
+	return order
+}
+
+// offlineResync realises OFFLINE_1 and OFFLINE_2 for the crashed replica d: a snapshot of the
+// primary replaces d's data. OFFLINE_1 leaves d down; OFFLINE_2 starts d from the snapshot as
+// the primary and takes the old primary down (suspended, see above).
+func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error {
+	d := t.Group[0]
+	primary := t.Sources[d]
+	if t.Resync == aem.Offline2 {
+		primary = aem.NoSource
+		for q, src := range t.Sources {
+			if q != d && src == d && e.p.state.Src[q] == aem.NoSource {
+				primary = q
+			}
+		}
+	}
+	if primary == aem.NoSource || e.reps()[d].running() {
+		return fmt.Errorf("offline resync of replica %d: no primary to copy from, or its server runs", d)
+	}
+	from, to := e.reps()[primary], e.reps()[d]
+	if err := e.snap.CopySnapshot(ctx, e.p.c, from, to); err != nil {
+		return fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
+	}
+	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
+	if t.Resync == aem.Offline1 {
+		return nil
+	}
+	if err := e.p.suspend(ctx, from); err != nil {
+		return err
+	}
+	return e.p.restart(ctx, to)
+}
+
+// awaitConverged waits until every online replica with an online source (and a link to it) is
+// in sync with it, then until every online replica has settled.
+func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
+	var online []*Replica
+	for i, r := range e.reps() {
+		if !s.On[i] {
+			continue
+		}
+		online = append(online, r)
+		if src := e.wantLink(s, i); src != aem.NoSource && s.On[src] && r.link == src {
+			if err := e.awaitInSync(ctx, r, e.reps()[src]); err != nil {
+				return err
+			}
+		}
+	}
+	return e.p.awaitCaughtUp(ctx, online)
+}
+
+func (e *linkEngine) awaitInSync(ctx context.Context, r, src *Replica) error {
+	return e.p.await(ctx, fmt.Sprintf("%s in sync with %s", r.Name, src.Name), []*Replica{r, src}, func(ctx context.Context) (bool, string, error) {
+		return e.l.InSync(ctx, r, src)
+	})
+}
+
+func (e *linkEngine) follow(ctx context.Context, r, src *Replica) error {
+	err := e.p.call(ctx, fmt.Sprintf("%s to follow %s", r.Name, src.Name), func(ctx context.Context) error {
+		return e.l.Follow(ctx, r, src)
+	})
+	if err != nil {
+		return err
+	}
+	r.link = src.Index
+	e.p.act(r, "follow %s", src.Name)
+	return nil
+}
+
+func (e *linkEngine) unfollow(ctx context.Context, r *Replica) error {
+	err := e.p.call(ctx, r.Name+" to follow nobody", func(ctx context.Context) error { return e.l.Unfollow(ctx, r) })
+	if err != nil {
+		return err
+	}
+	r.link = aem.NoSource
+	e.p.act(r, "follow nobody")
+	return nil
+}
+
+// leaveBehind writes ProbeKey to every tree and waits until every running replica holds it,
+// then unlinks a replica that follows another and writes BehindKey to the root of its tree:
+// the model still links them, so they must converge, and they cannot.
+func (e *linkEngine) leaveBehind(ctx context.Context) error {
+	p := e.p
+	var live []*Replica
+	for _, r := range e.reps() {
+		if r.running() && !r.suspended {
+			live = append(live, r)
+		}
+	}
+	value := p.value(ProbeKey)
+	for _, r := range live {
+		if r.link == aem.NoSource {
+			if err := p.write(ctx, r, ProbeKey, value); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range live {
+		if err := p.awaitHolds(ctx, r, ProbeKey, value); err != nil {
+			return err
+		}
+	}
+	i := slices.IndexFunc(live, func(r *Replica) bool { return r.link != aem.NoSource })
+	if i < 0 {
+		return errors.New("leave-behind: no running replica follows another at the end of the schedule")
+	}
+	x := live[i]
+	if err := e.unfollow(ctx, x); err != nil {
+		return err
+	}
+	root := e.reps()[e.group(x.Index)]
+	if err := p.write(ctx, root, BehindKey, p.value(BehindKey)); err != nil {
+		return err
+	}
+	p.act(x, "%s = %q: left behind, unlinked from the tree of %s", BreakKey, BreakLeaveBehind, root.Name)
+	return nil
+}

@@ -1,0 +1,541 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/internal/build"
+)
+
+// DefaultStepTimeout bounds each wait when the executor gives no step timeout.
+const DefaultStepTimeout = 30 * time.Second
+
+// teardownTimeout bounds how long Teardown waits for SIGKILLed servers to be gone. It does not
+// use the caller's context: a cancelled run (Ctrl-C) must still end every server.
+const teardownTimeout = 10 * time.Second
+
+// The kit's own configuration key, which every kit plugin accepts besides its system's keys.
+//
+// break_realisation = "leave-behind" is for testing the oracle only: after the schedule's last
+// step the kit writes ProbeKey to the whole cluster and waits until every replica holds it,
+// then leaves one replica behind, so that the executor must report it. A quorum model crashes
+// that replica, leaves it down (unreadable) and, when a quorum remains, writes BehindKey
+// without it; a link model unlinks a replica that follows another and writes BehindKey to the
+// root of its tree, which the model still links it to. Never set it to test a system.
+const (
+	BreakKey         = "break_realisation"
+	BreakLeaveBehind = "leave-behind"
+	ProbeKey         = "modulo-probe"
+	BehindKey        = "modulo-behind"
+)
+
+// Plugin is a cem.CEM built from a System: one cluster at a time.
+type Plugin struct {
+	// mu serialises the CEM methods: the plugin protocol serves each call on a goroutine of its
+	// own, and a Teardown may come while a step still runs.
+	mu       sync.Mutex
+	about    About
+	sys      System
+	aboutErr error // what is wrong with About; every method reports it
+
+	c       *Cluster // nil before Start and after Teardown
+	model   aem.Model
+	params  aem.Params
+	state   aem.State // the abstract state before the next step
+	conc    []int     // conc[a] is the concrete replica that realises abstract replica a
+	eng     engine
+	brk     string // the break_realisation value
+	failed  error  // set when a step failed: the cluster no longer matches state
+	step    int    // index of the step being realised, -1 during Start
+	actions []cem.Action
+}
+
+// engine realises the transitions of one family of models.
+type engine interface {
+	// start brings the freshly started servers to the model's initial state.
+	start(ctx context.Context) error
+	// check compares the servers with the abstract state before a step.
+	check() error
+	// apply realises t, which leads from p.state to next.
+	apply(ctx context.Context, t *aem.Transition, next *aem.State) error
+	// group is abstract replica a's ReplicaData.Group.
+	group(a int) int
+	// leaveBehind realises break_realisation = "leave-behind".
+	leaveBehind(ctx context.Context) error
+}
+
+var _ cem.CEM = (*Plugin)(nil)
+
+// New returns a plugin built from sys, with no cluster.
+func New(about About, sys System) *Plugin {
+	p := &Plugin{about: about, sys: sys}
+	if about.Name == "" || len(about.DRMs) == 0 || about.PortsPerReplica < 1 {
+		p.aboutErr = fmt.Errorf("plugin %q: About needs a name, DRMs and at least one port per replica", about.Name)
+	}
+	return p
+}
+
+// Serve serves the plugin built from sys to the modulo that started this process; a plugin's
+// main calls it and nothing else.
+func Serve(about About, sys System) { cem.Serve(New(about, sys)) }
+
+// Info describes the plugin and the server binary that config names.
+func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.aboutErr != nil {
+		return cem.Info{}, p.aboutErr
+	}
+	if _, err := p.configure(config); err != nil {
+		return cem.Info{}, err
+	}
+	v, err := p.sys.Version(ctx)
+	if err != nil {
+		return cem.Info{}, fmt.Errorf("%s: %w", p.about.Name, err)
+	}
+	version := p.about.Version
+	if version == "" {
+		version = build.Version
+	}
+	return cem.Info{
+		Name:          p.about.Name,
+		Version:       version,
+		ServerVersion: v,
+		Capabilities:  cem.Capabilities{DRMs: slices.Clone(p.about.DRMs), PortsPerReplica: p.about.PortsPerReplica},
+	}, nil
+}
+
+// configure hands the plugin's TOML section to the system and returns the kit's own
+// break_realisation value.
+func (p *Plugin) configure(data []byte) (string, error) {
+	prefix := p.about.Name + " config: "
+	var own struct {
+		Break string `toml:"break_realisation"`
+	}
+	ownMD, err := toml.Decode(string(data), &own)
+	if err != nil {
+		return "", errors.New(prefix + err.Error())
+	}
+	notOwn := map[string]bool{} // the keys that the kit's own struct left
+	for _, k := range ownMD.Undecoded() {
+		notOwn[k.String()] = true
+	}
+	decoded := false
+	decode := func(v any) error {
+		decoded = true
+		md, err := toml.Decode(string(data), v)
+		if err != nil {
+			return err
+		}
+		var unknown []string
+		for _, k := range md.Undecoded() {
+			if notOwn[k.String()] {
+				unknown = append(unknown, strconv.Quote(k.String()))
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			return fmt.Errorf("unknown key %s", strings.Join(unknown, ", "))
+		}
+		return nil
+	}
+	if c, ok := p.sys.(Configurable); ok {
+		if err := c.Configure(decode); err != nil {
+			return "", errors.New(prefix + err.Error())
+		}
+	}
+	if !decoded {
+		if err := decode(&struct{}{}); err != nil {
+			return "", errors.New(prefix + err.Error())
+		}
+	}
+	if own.Break != "" && own.Break != BreakLeaveBehind {
+		return "", fmt.Errorf("%s%s must be %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, own.Break)
+	}
+	return own.Break, nil
+}
+
+// newEngine picks the engine of d's model and checks that the system has what it needs.
+func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
+	need := func(ok bool, iface string) error {
+		if ok {
+			return nil
+		}
+		return fmt.Errorf("DRM %s needs the system to implement kit.%s", d.Name, iface)
+	}
+	if _, ok := d.Model.(aem.Quorum); ok {
+		q, ok := p.sys.(Quorum)
+		if err := need(ok, "Quorum"); err != nil {
+			return nil, err
+		}
+		logs, _ := p.sys.(LogReader)
+		return &quorumEngine{p: p, q: q, logs: logs}, nil
+	}
+	var variant aem.RedisVariant
+	switch d.Model {
+	case aem.SSR:
+		variant = aem.Suspend
+	case aem.SLR:
+		variant = aem.Link
+	case aem.SCLR:
+		variant = aem.CrashLink
+	default:
+		return nil, fmt.Errorf("DRM %s: the kit realises no model %s", d.Name, d.Model.Name())
+	}
+	l, ok := p.sys.(Linker)
+	if err := need(ok, "Linker"); err != nil {
+		return nil, err
+	}
+	e := &linkEngine{p: p, l: l, variant: variant}
+	if variant == aem.CrashLink {
+		e.snap, ok = p.sys.(Snapshotter)
+		if err := need(ok, "Snapshotter"); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Start starts spec.Replicas servers, each with a directory and ports of its own, brings them
+// to the model's initial state and waits until the cluster has caught up. When it does not
+// before the step timeout, it returns a *cem.NotReachedError with Step -1.
+func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.aboutErr != nil {
+		return p.aboutErr
+	}
+	if p.c != nil {
+		return p.errorf("start", errors.New("a cluster is already running; tear it down first"))
+	}
+	d, err := drms.Lookup(spec.DRM)
+	if err != nil {
+		return p.errorf("start", err)
+	}
+	if d.Plugin != p.about.Name || !slices.Contains(p.about.DRMs, d.Name) {
+		return p.errorf("start", fmt.Errorf("DRM %s is realised by the %s plugin, not by %s", d.Name, d.Plugin, p.about.Name))
+	}
+	params := aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}
+	if err := params.Validate(); err != nil {
+		return p.errorf("start", err)
+	}
+	if spec.Dir == "" {
+		return p.errorf("start", errors.New("the cluster spec has no directory"))
+	}
+	brk, err := p.configure(spec.Config)
+	if err != nil {
+		return err
+	}
+	eng, err := p.newEngine(d)
+	if err != nil {
+		return p.errorf("start", err)
+	}
+	if spec.StepTimeout <= 0 {
+		spec.StepTimeout = DefaultStepTimeout
+	}
+	ppr := p.about.PortsPerReplica
+	if err := cem.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
+		return p.errorf("start", err)
+	}
+
+	c := &Cluster{Spec: spec, p: p}
+	p.conc = make([]int, spec.Replicas)
+	for i := range spec.Replicas {
+		name := p.about.Name + "-" + strconv.Itoa(i)
+		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), link: aem.NoSource}
+		for k := range ppr {
+			r.Ports = append(r.Ports, spec.BasePort+i*ppr+k)
+		}
+		c.Replicas = append(c.Replicas, r)
+		p.conc[i] = i
+	}
+	p.c, p.model, p.params, p.eng, p.brk = c, d.Model, params, eng, brk
+	p.state, p.failed, p.step, p.actions = d.Model.Init(params), nil, -1, nil
+	defer func() {
+		if err != nil {
+			err = errors.Join(p.errorf("start", err), p.teardown(ctx))
+		}
+	}()
+	for _, r := range c.Replicas {
+		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if pr, ok := p.sys.(Preparer); ok {
+		if err := p.call(ctx, "prepare", func(ctx context.Context) error { return pr.Prepare(ctx, c) }); err != nil {
+			return err
+		}
+	}
+	for _, r := range c.Replicas {
+		if err := p.startServer(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range c.Replicas {
+		if err := p.awaitReady(ctx, r); err != nil {
+			return err
+		}
+	}
+	return p.eng.start(ctx)
+}
+
+// Apply realises one transition of the schedule and waits until the cluster is in the state it
+// describes.
+func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	what := fmt.Sprintf("step %d", step.Index+1)
+	if p.c == nil {
+		return cem.StepReport{}, p.errorf(what, errors.New("no cluster; Start one first"))
+	}
+	if p.failed != nil {
+		return cem.StepReport{}, p.errorf(what, fmt.Errorf("the cluster is out of step with its schedule: %w", p.failed))
+	}
+	t, err := aem.ParseTransition(step.Transition)
+	if err != nil {
+		return cem.StepReport{}, p.errorf(what, err)
+	}
+	enabled := p.model.Next(p.params, &p.state, nil)
+	if !slices.ContainsFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &t) }) {
+		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
+	}
+	p.step, p.actions = step.Index, nil
+	err = p.apply(ctx, &t)
+	report := cem.StepReport{Actions: p.actions}
+	p.actions = nil
+	if err != nil {
+		// Part of the step may have happened: later steps would realise something else.
+		p.failed = fmt.Errorf("step %d (%s) failed", step.Index+1, step.Transition)
+		return report, p.errorf(what, err)
+	}
+	return report, nil
+}
+
+func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
+	for _, r := range p.c.Replicas {
+		if r.proc != nil && !r.proc.Running() {
+			return p.exitedError(r)
+		}
+	}
+	if err := p.eng.check(); err != nil {
+		return fmt.Errorf("realisation out of step with the model (%s): %w", p.state, err)
+	}
+	next := p.model.Apply(p.params, &p.state, t)
+	next.Steps = p.state.Steps + 1
+	if err := p.eng.apply(ctx, t, &next); err != nil {
+		return err
+	}
+	p.state = next
+	if p.brk == BreakLeaveBehind && len(p.model.Next(p.params, &p.state, nil)) == 0 {
+		return p.eng.leaveBehind(ctx)
+	}
+	return nil
+}
+
+// Read returns every replica's data, by abstract replica. A replica that is down or suspended
+// cannot be read; its Err says so.
+func (p *Plugin) Read(ctx context.Context) (cem.Snapshot, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.c == nil {
+		return cem.Snapshot{}, p.errorf("read", errors.New("no cluster; Start one first"))
+	}
+	snap := cem.Snapshot{Replicas: make([]cem.ReplicaData, len(p.conc))}
+	for a, i := range p.conc {
+		r := p.c.Replicas[i]
+		d := &snap.Replicas[a]
+		d.Group = p.eng.group(a)
+		switch {
+		case !r.running():
+			d.Err = r.Name + " is down"
+			continue
+		case r.suspended:
+			d.Err = r.Name + " is suspended"
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
+		data, err := p.sys.ReadAll(rctx, r)
+		cancel()
+		if err != nil {
+			d.Err = fmt.Sprintf("%s: read: %v", r.Name, err)
+			continue
+		}
+		d.Data = data
+	}
+	return snap, ctx.Err()
+}
+
+// Teardown SIGKILLs every server's process group and sweeps the cluster directory for anything
+// they left. It is safe to call twice and after a failed Start; when it fails, the cluster is
+// kept so that another Teardown tries again.
+func (p *Plugin) Teardown(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.teardown(ctx)
+}
+
+func (p *Plugin) teardown(ctx context.Context) error {
+	if p.c == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.c.Replicas)+1)
+	for i, r := range p.c.Replicas {
+		if r.proc == nil {
+			continue
+		}
+		wg.Go(func() {
+			if err := r.proc.Kill(ctx); err != nil {
+				errs[i] = err
+				return
+			}
+			r.proc, r.suspended, r.link = nil, false, aem.NoSource
+		})
+	}
+	wg.Wait()
+	errs[len(errs)-1] = cem.KillLeftovers(p.c.Spec.Dir)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s: teardown: %w", p.about.Name, err)
+	}
+	p.c = nil
+	return nil
+}
+
+// errorf names the plugin and the operation in err, unless err is a *cem.NotReachedError,
+// which names its step itself.
+func (p *Plugin) errorf(op string, err error) error {
+	if cem.IsNotReached(err) {
+		return err
+	}
+	return fmt.Errorf("%s: %s: %w", p.about.Name, op, err)
+}
+
+// abstractOf returns the abstract replica that concrete replica i realises.
+func (p *Plugin) abstractOf(i int) int { return slices.Index(p.conc, i) }
+
+// replica returns the server of abstract replica a.
+func (p *Plugin) replica(a int) *Replica { return p.c.Replicas[p.conc[a]] }
+
+// act records one concrete action of the step being realised; r is nil for the whole cluster.
+func (p *Plugin) act(r *Replica, format string, args ...any) {
+	a := cem.Action{Time: time.Now(), Replica: -1, What: fmt.Sprintf(format, args...)}
+	if r != nil {
+		a.Replica = p.abstractOf(r.Index)
+		a.What = r.Name + ": " + a.What
+	}
+	p.actions = append(p.actions, a)
+}
+
+// await polls cond until it holds, failing at once when a server of rs has exited. A timeout
+// becomes a *cem.NotReachedError naming what was awaited and what cond last saw.
+func (p *Plugin) await(ctx context.Context, what string, rs []*Replica, cond func(ctx context.Context) (bool, string, error)) error {
+	seen := ""
+	err := cem.WaitFor(ctx, p.c.Spec.StepTimeout, what, func(ctx context.Context) (bool, error) {
+		for _, r := range rs {
+			if !r.running() {
+				return false, p.exitedError(r)
+			}
+		}
+		ok, s, err := cond(ctx)
+		seen = s
+		return ok, err
+	})
+	var te *cem.WaitTimeoutError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if seen != "" {
+		what += " (last seen: " + seen + ")"
+	}
+	return &cem.NotReachedError{Step: p.step, Awaited: what}
+}
+
+// key and value are the key and value of write j of the step being realised: unique to the
+// schedule, so that data left from another schedule cannot pass for this one's.
+func (p *Plugin) key(j int) string { return fmt.Sprintf("k%d.%d", p.step+1, j) }
+
+func (p *Plugin) value(key string) string { return p.c.Spec.ScheduleID + ":" + key }
+
+// call runs one of the system's actions within the step timeout; a timeout becomes a
+// *cem.NotReachedError saying that what was awaited (the action's answer) never came.
+func (p *Plugin) call(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
+	defer cancel()
+	err := f(cctx)
+	if err != nil && ctx.Err() == nil && (cctx.Err() != nil || isTimeout(err)) {
+		return &cem.NotReachedError{Step: p.step, Awaited: what + " (" + err.Error() + ")"}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// isTimeout tells whether err says that something did not answer in time, such as a client's
+// own read timeout: the server is there, but does not serve.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// write writes key = value through r and waits for its answer, within the step timeout.
+func (p *Plugin) write(ctx context.Context, r *Replica, key, value string) error {
+	err := p.call(ctx, fmt.Sprintf("%s to accept write %s", r.Name, key), func(ctx context.Context) error {
+		return p.sys.Write(ctx, r, key, value)
+	})
+	if err != nil {
+		return err
+	}
+	p.act(r, "write %s = %q", key, value)
+	return nil
+}
+
+// awaitCaughtUp waits until the system says that the online replicas have caught up.
+func (p *Plugin) awaitCaughtUp(ctx context.Context, online []*Replica) error {
+	err := p.await(ctx, names(online)+" caught up", online, func(ctx context.Context) (bool, string, error) {
+		return p.sys.CaughtUp(ctx, p.c, online)
+	})
+	if err == nil {
+		p.act(nil, "caught up: %s", names(online))
+	}
+	return err
+}
+
+// awaitHolds waits until r holds key = value, as Holder or else ReadAll shows it.
+func (p *Plugin) awaitHolds(ctx context.Context, r *Replica, key, value string) error {
+	err := p.await(ctx, fmt.Sprintf("%s to hold write %s", r.Name, key), []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+		if h, ok := p.sys.(Holder); ok {
+			return h.Holds(ctx, r, key, value)
+		}
+		data, err := p.sys.ReadAll(ctx, r)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		got, ok := data[key]
+		if !ok {
+			return false, "no " + key, nil
+		}
+		return got == value, fmt.Sprintf("holds %q", got), nil
+	})
+	if err == nil {
+		p.act(r, "holds write %s", key)
+	}
+	return err
+}

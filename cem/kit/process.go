@@ -1,0 +1,189 @@
+//go:build linux
+
+// Threads are read from /proc, a Linux facility; plugins run on Linux.
+
+package kit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+)
+
+// startServer starts r's server with the system's command; it returns once the process is
+// forked, not once it serves.
+func (p *Plugin) startServer(r *Replica) error {
+	if r.running() {
+		return fmt.Errorf("%s: start: its server (pid %d) is running already", r.Name, r.proc.Pid)
+	}
+	cmd, err := p.sys.Command(p.c, r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
+	}
+	proc, err := cem.StartProcess(cem.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env})
+	if err != nil {
+		return err
+	}
+	r.proc, r.suspended, r.link = proc, false, aem.NoSource
+	r.Starts++
+	p.act(r, "start %s (pid %d, start %d)", filepath.Base(cmd.Path), proc.Pid, r.Starts)
+	return nil
+}
+
+// awaitReady waits until r's server serves, when the system can tell.
+func (p *Plugin) awaitReady(ctx context.Context, r *Replica) error {
+	rd, ok := p.sys.(Readier)
+	if !ok {
+		return nil
+	}
+	return p.await(ctx, r.Name+" to serve", []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+		return rd.Ready(ctx, r)
+	})
+}
+
+// restart starts r's server again from its directory and waits until it serves.
+func (p *Plugin) restart(ctx context.Context, r *Replica) error {
+	if err := p.startServer(r); err != nil {
+		return err
+	}
+	return p.awaitReady(ctx, r)
+}
+
+// crash SIGKILLs r's server with every process it forked, and waits until they are gone.
+func (p *Plugin) crash(ctx context.Context, r *Replica) error {
+	if r.proc == nil {
+		return nil
+	}
+	pid := r.proc.Pid
+	if err := r.proc.Kill(ctx); err != nil {
+		return err
+	}
+	r.proc, r.suspended, r.link = nil, false, aem.NoSource
+	p.act(r, "SIGKILL process group %d", pid)
+	return nil
+}
+
+// suspend SIGSTOPs r's server's process group and waits until every thread of the server has
+// stopped: kill(2) only makes the signal pending, and a thread busy on another CPU could still
+// answer a request before it takes it.
+func (p *Plugin) suspend(ctx context.Context, r *Replica) error {
+	if err := r.proc.Stop(); err != nil {
+		return err
+	}
+	r.suspended = true
+	pid := r.proc.Pid
+	p.act(r, "SIGSTOP process group %d", pid)
+	return p.await(ctx, fmt.Sprintf("every thread of %s (pid %d) stopped", r.Name, pid), nil,
+		func(context.Context) (bool, string, error) {
+			ok, err := allThreadsStopped(pid)
+			if errors.Is(err, fs.ErrNotExist) {
+				return false, "", nil // the server died: await says so at the next poll
+			}
+			return ok, "", err
+		})
+}
+
+// resume SIGCONTs r's server's process group.
+func (p *Plugin) resume(r *Replica) error {
+	if err := r.proc.Cont(); err != nil {
+		return err
+	}
+	r.suspended = false
+	p.act(r, "SIGCONT process group %d", r.proc.Pid)
+	return nil
+}
+
+// exitedError says that r's server is down: killed by the kit, or dead on its own, with the
+// last line of its log.
+func (p *Plugin) exitedError(r *Replica) error {
+	if r.proc == nil {
+		return fmt.Errorf("%s is down", r.Name)
+	}
+	// The process has exited (running says so), so Wait returns its status at once.
+	status := r.proc.Wait(context.Background())
+	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); the last line of its log: %s", r.Name, r.proc.Pid, status, lastLogLine(r.proc.LogPath))
+}
+
+// lastLogLine returns the last non-empty line of a log file, for one-line errors.
+func lastLogLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "no log: " + err.Error()
+	}
+	defer f.Close()
+	last := "empty log " + path
+	s := bufio.NewScanner(f)
+	s.Buffer(nil, 1<<20)
+	for s.Scan() {
+		if l := strings.TrimSpace(s.Text()); l != "" {
+			last = l
+		}
+	}
+	return last
+}
+
+// allThreadsStopped tells whether every thread of process pid is stopped (or has exited).
+func allThreadsStopped(pid int) (bool, error) {
+	taskDir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(taskDir)
+	if err != nil {
+		return false, fmt.Errorf("threads of pid %d: %w", pid, err)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses and may hold spaces.
+		end := bytes.LastIndexByte(b, ')')
+		if end < 0 || end+2 >= len(b) {
+			return false, fmt.Errorf("thread %s of pid %d: malformed stat", t.Name(), pid)
+		}
+		switch b[end+2] {
+		case 'T', 't', 'Z', 'X':
+		default:
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Output runs a short-lived command, such as a server's --version, in a process group of its
+// own that is killed when ctx ends, and returns what it printed on stdout and stderr. Its error
+// is one line naming the binary.
+func Output(ctx context.Context, path string, args ...string) (string, error) {
+	bin, err := exec.LookPath(path)
+	if err != nil {
+		return "", fmt.Errorf("server binary %q not found", path)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// Pdeathsig fires when the thread that forked the child exits: fork from a locked thread.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+		return "", fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, line)
+	}
+	return out.String(), nil
+}

@@ -1,0 +1,261 @@
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+)
+
+// quorumEngine realises the quorum models (Q/C/Z and its kin): an offline replica is crashed
+// (SIGKILL), every write goes through the leader, every replica is crashed at the end of a
+// divergence, and a convergence restarts its group and waits until the cluster has caught up.
+//
+// Online abstract replicas are equal when a divergence starts, so the engine may choose which
+// server realises which of them: it maps an abstract replica that receives the most writes of
+// the divergence to the real leader (every write goes through the leader, so it receives all
+// of them). The mapping then holds for the rest of the schedule.
+type quorumEngine struct {
+	p    *Plugin
+	q    Quorum
+	logs LogReader // nil when the system cannot realise writes that reach only a minority
+}
+
+// online returns the servers of the online abstract replicas.
+func (e *quorumEngine) online(s *aem.State) []*Replica {
+	var rs []*Replica
+	for a, on := range s.On {
+		if on {
+			rs = append(rs, e.p.replica(a))
+		}
+	}
+	return rs
+}
+
+func (e *quorumEngine) start(ctx context.Context) error {
+	return e.p.awaitCaughtUp(ctx, e.p.c.Replicas)
+}
+
+func (e *quorumEngine) check() error {
+	for a, on := range e.p.state.On {
+		r := e.p.replica(a)
+		if on != r.running() || r.suspended {
+			return fmt.Errorf("%s runs=%v suspended=%v, but abstract replica %d has online=%v", r.Name, r.running(), r.suspended, a, on)
+		}
+	}
+	return nil
+}
+
+func (e *quorumEngine) group(int) int { return 0 }
+
+func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
+	if t.Kind == aem.Divergence {
+		return e.diverge(ctx, t)
+	}
+	var group []*Replica
+	for _, a := range t.Group {
+		r := e.p.replica(a)
+		if err := e.p.startServer(r); err != nil {
+			return err
+		}
+		group = append(group, r)
+	}
+	for _, r := range group {
+		if err := e.p.awaitReady(ctx, r); err != nil {
+			return err
+		}
+	}
+	return e.p.awaitCaughtUp(ctx, e.online(next))
+}
+
+// leader waits until the online replicas agree on a leader among them.
+func (e *quorumEngine) leader(ctx context.Context) (*Replica, error) {
+	online := e.online(&e.p.state)
+	var leader *Replica
+	err := e.p.await(ctx, "one leader among "+names(online), online, func(ctx context.Context) (bool, string, error) {
+		l, seen, err := e.q.Leader(ctx, e.p.c, online)
+		switch {
+		case err != nil || l == nil:
+			return false, seen, err
+		case !slices.Contains(online, l):
+			return false, l.Name + " leads, but it is not online", nil
+		}
+		leader = l
+		return true, "", nil
+	})
+	return leader, err
+}
+
+// placeLeader permutes the mapping so that an abstract replica that receives the most writes of
+// the divergence is realised by the leader.
+func (e *quorumEngine) placeLeader(writes []int, leader *Replica) {
+	p := e.p
+	top := slices.Max(writes)
+	la := p.abstractOf(leader.Index)
+	if writes[la] == top {
+		return
+	}
+	for a, w := range writes {
+		if w == top && p.state.On[a] {
+			p.conc[a], p.conc[la] = p.conc[la], p.conc[a]
+			p.act(nil, "map abstract replica %d to %s (the leader) and abstract replica %d to %s",
+				a, p.replica(a).Name, la, p.replica(la).Name)
+			return
+		}
+	}
+}
+
+// pendingWrite is a write sent without waiting for its answer.
+type pendingWrite struct {
+	key    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// diverge realises D v: write j reaches exactly the replicas with v[i] >= j, and those with
+// v[i] = j-1 are crashed just before it; at the end every replica is crashed. A write that
+// reaches only a minority is realised as LogReader says.
+func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err error) {
+	p := e.p
+	leader, err := e.leader(ctx)
+	if err != nil {
+		return err
+	}
+	e.placeLeader(t.Writes, leader)
+	quorum := len(p.conc)/2 + 1
+	var pending []pendingWrite
+	defer func() { err = errors.Join(err, e.settle(pending)) }()
+	for j := 1; j <= t.WriteCount(); j++ {
+		var crash, receivers []*Replica
+		for a, w := range t.Writes {
+			switch {
+			case !p.state.On[a]:
+			case w == j-1:
+				crash = append(crash, p.replica(a))
+			case w >= j:
+				receivers = append(receivers, p.replica(a))
+			}
+		}
+		key := p.key(j)
+		value := p.value(key)
+		minority := len(receivers) < quorum
+		if minority {
+			if e.logs == nil {
+				return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader",
+					key, len(receivers), len(p.conc), p.about.Name)
+			}
+			for _, r := range crash {
+				if err := p.suspend(ctx, r); err != nil {
+					return err
+				}
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			w := pendingWrite{key: key, cancel: cancel, done: make(chan error, 1)}
+			go func() { w.done <- p.sys.Write(wctx, leader, key, value) }()
+			pending = append(pending, w)
+			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
+		} else {
+			for _, r := range crash {
+				if err := p.crash(ctx, r); err != nil {
+					return err
+				}
+			}
+			if err := p.write(ctx, leader, key, value); err != nil {
+				return err
+			}
+		}
+		for _, r := range receivers {
+			if minority {
+				err = e.awaitLogged(ctx, r, key, value)
+			} else {
+				err = e.p.awaitHolds(ctx, r, key, value)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range e.online(&p.state) {
+		if err := p.crash(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitLogged waits until the write that cannot commit is in r's log.
+func (e *quorumEngine) awaitLogged(ctx context.Context, r *Replica, key, value string) error {
+	err := e.p.await(ctx, fmt.Sprintf("write %s in the log of %s", key, r.Name), []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+		ok, err := e.logs.Logged(ctx, r, key, value)
+		return ok, "", err
+	})
+	if err == nil {
+		e.p.act(r, "write %s is in its log", key)
+	}
+	return err
+}
+
+// settle ends the writes sent without waiting, once their leader is gone, and waits until
+// the system's Write has returned: it must return soon after its context ends.
+func (e *quorumEngine) settle(pending []pendingWrite) error {
+	var errs []error
+	for _, w := range pending {
+		w.cancel()
+	}
+	for _, w := range pending {
+		select {
+		case <-w.done:
+		case <-time.After(e.p.c.Spec.StepTimeout):
+			errs = append(errs, fmt.Errorf("the write of %s did not return after its context ended", w.key))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leaveBehind crashes one follower after a probe write that every replica holds, and writes
+// BehindKey without it when a quorum remains.
+func (e *quorumEngine) leaveBehind(ctx context.Context) error {
+	p := e.p
+	online := e.online(&p.state)
+	leader, err := e.leader(ctx)
+	if err != nil {
+		return err
+	}
+	if err := p.write(ctx, leader, ProbeKey, p.value(ProbeKey)); err != nil {
+		return err
+	}
+	if err := e.p.awaitCaughtUp(ctx, online); err != nil {
+		return err
+	}
+	var victim *Replica
+	for _, r := range online {
+		if r != leader {
+			victim = r
+		}
+	}
+	if err := p.crash(ctx, victim); err != nil {
+		return err
+	}
+	p.act(victim, "%s = %q: left behind, down", BreakKey, BreakLeaveBehind)
+	rest := slices.DeleteFunc(slices.Clone(online), func(r *Replica) bool { return r == victim })
+	if len(rest) < len(p.conc)/2+1 {
+		return nil
+	}
+	if err := p.write(ctx, leader, BehindKey, p.value(BehindKey)); err != nil {
+		return err
+	}
+	return e.p.awaitCaughtUp(ctx, rest)
+}
+
+// names lists replicas' names for messages.
+func names(rs []*Replica) string {
+	ns := make([]string, len(rs))
+	for i, r := range rs {
+		ns[i] = r.Name
+	}
+	return strings.Join(ns, ", ")
+}

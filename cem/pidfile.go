@@ -1,0 +1,72 @@
+//go:build linux
+
+package cem
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PidFile is one pid file that StartProcess wrote: the process group a server leads.
+type PidFile struct {
+	Path  string
+	Pid   int    // the server's pid, also its process group ID
+	Start uint64 // the server's start time, to tell it from a later process that reuses the pid
+}
+
+// ReadPidFile reads the pid file at path.
+func ReadPidFile(path string) (PidFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return PidFile{}, fmt.Errorf("pid file %s: %w", path, err)
+	}
+	f := PidFile{Path: path}
+	if _, err := fmt.Sscanf(string(b), "%d %d", &f.Pid, &f.Start); err != nil || f.Pid <= 1 {
+		return PidFile{}, fmt.Errorf("pid file %s: malformed %q", path, strings.TrimSpace(string(b)))
+	}
+	return f, nil
+}
+
+// PidFiles lists the pid files under dir, which KillLeftovers would sweep. A directory that
+// does not exist holds none.
+func PidFiles(dir string) ([]PidFile, error) {
+	var files []PidFile
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), PidFileSuffix) {
+			return nil
+		}
+		f, err := ReadPidFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed by a Kill meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		files = append(files, f)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pid files in %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// GroupAlive tells whether some process of the group that the recorded server leads or led is
+// still alive. A pid that now names a process started at another time was reused after the
+// group ended, as KillLeftovers reads it.
+func (f PidFile) GroupAlive() (bool, error) {
+	if st, err := readStat(f.Pid); err == nil && st.startTime != f.Start {
+		return false, nil
+	}
+	return groupAlive(f.Pid)
+}

@@ -1,0 +1,234 @@
+//go:build linux
+
+package plugintest
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// Ports are taken from [portLow, portHigh): below Linux's ephemeral range (32768 and up), so
+// that no outgoing connection holds one of them.
+const (
+	portLow  = 10000
+	portHigh = 30000
+)
+
+// cluster is one cluster of the suite: its spec, its plugin, and every process group that a
+// pid file in its directory named while it ran.
+type cluster struct {
+	s        *suite
+	p        cem.CEM
+	spec     cem.ClusterSpec
+	groups   []cem.PidFile
+	tornDown bool
+}
+
+// newCluster prepares a cluster of p in a directory of t's, on free ports, for the schedule
+// steps. When t ends it is torn down and checked (see teardownChecked), and whatever a pid file
+// names is killed.
+func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.Transition) *cluster {
+	t.Helper()
+	n := s.params.Replicas * s.info.Capabilities.PortsPerReplica
+	c := &cluster{s: s, p: p, spec: cem.ClusterSpec{
+		DRM:         s.drm.Name,
+		Ops:         s.params.Ops,
+		Replicas:    s.params.Replicas,
+		Dir:         t.TempDir(),
+		BasePort:    FreePorts(t, n),
+		ScheduleID:  schedules.ID(s.drm.Name, s.params, schedules.Body(steps)),
+		Config:      config,
+		StepTimeout: s.cfg.StepTimeout,
+	}}
+	t.Cleanup(func() {
+		if !c.tornDown {
+			c.teardownChecked(t)
+		}
+		if err := cem.KillLeftovers(c.spec.Dir); err != nil {
+			t.Errorf("kill leftovers: %v", err)
+		}
+	})
+	return c
+}
+
+// FreePorts returns the first of n consecutive ports on 127.0.0.1, below the ephemeral range,
+// reserved for t: test binaries of several packages run at once, so a range is claimed with a
+// lock file in the temporary directory, held until t ends, before its ports are checked free.
+func FreePorts(t testing.TB, n int) int {
+	t.Helper()
+	blocks := (n + portBlock - 1) / portBlock
+	dir := filepath.Join(os.TempDir(), "modulo-test-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatalf("port reservations: %v", err)
+	}
+	count := (portHigh - portLow) / portBlock
+	for range 200 {
+		first := rand.IntN(count - blocks + 1)
+		locks, ok := lockBlocks(dir, first, blocks)
+		if !ok {
+			continue
+		}
+		base := portLow + first*portBlock
+		if cem.CheckPortsFree(base, n) != nil {
+			closeAll(locks)
+			continue
+		}
+		t.Cleanup(func() { closeAll(locks) })
+		return base
+	}
+	t.Fatalf("no %d free consecutive ports in %d..%d", n, portLow, portHigh)
+	return 0
+}
+
+// portBlock is the unit of port reservations.
+const portBlock = 100
+
+// lockBlocks takes the lock files of blocks first..first+k-1, all or none.
+func lockBlocks(dir string, first, k int) ([]*os.File, bool) {
+	var locks []*os.File
+	for b := first; b < first+k; b++ {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(b)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err == nil {
+			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+			if err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			closeAll(locks)
+			return nil, false
+		}
+		locks = append(locks, f)
+	}
+	return locks, true
+}
+
+// closeAll closes lock files, which releases their locks.
+func closeAll(fs []*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// call runs f within the executor's call timeout: a call that outlasts it would have the
+// executor take the plugin for hung.
+func (c *cluster) call(t *testing.T, what string, f func(ctx context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.callTimeout)
+	defer cancel()
+	err := f(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("%s did not return within %v, the executor's call timeout for a step timeout of %v: %v",
+			what, c.s.callTimeout, c.spec.StepTimeout, err)
+	}
+	c.record(t)
+	return err
+}
+
+func (c *cluster) start(t *testing.T) error {
+	t.Helper()
+	return c.call(t, "start", func(ctx context.Context) error { return c.p.Start(ctx, c.spec) })
+}
+
+// apply realises step i and checks its report: at least one action, each within the step's
+// time and about a replica of the cluster or none.
+func (c *cluster) apply(t *testing.T, i int, tr *aem.Transition) (cem.StepReport, error) {
+	t.Helper()
+	var rep cem.StepReport
+	before := time.Now()
+	err := c.call(t, "step "+tr.String(), func(ctx context.Context) (err error) {
+		rep, err = c.p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		return err
+	})
+	after := time.Now()
+	if err != nil {
+		return rep, err
+	}
+	if len(rep.Actions) == 0 {
+		t.Errorf("step %d %s reported no action", i+1, tr)
+	}
+	for _, a := range rep.Actions {
+		switch {
+		case a.What == "":
+			t.Errorf("step %d %s: an action with no description", i+1, tr)
+		case a.Replica < -1 || a.Replica >= c.spec.Replicas:
+			t.Errorf("step %d %s: action %q concerns replica %d", i+1, tr, a.What, a.Replica)
+		case a.Time.Before(before.Round(0)) || a.Time.After(after.Round(0)):
+			t.Errorf("step %d %s: action %q at %v, outside the step (%v to %v)", i+1, tr, a.What, a.Time, before, after)
+		}
+	}
+	return rep, nil
+}
+
+// read returns every replica's data; it must have one entry per replica.
+func (c *cluster) read(t *testing.T) cem.Snapshot {
+	t.Helper()
+	var snap cem.Snapshot
+	err := c.call(t, "read", func(ctx context.Context) (err error) {
+		snap, err = c.p.Read(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if len(snap.Replicas) != c.spec.Replicas {
+		t.Fatalf("read returned %d replicas' data, want %d", len(snap.Replicas), c.spec.Replicas)
+	}
+	return snap
+}
+
+// record adds the process groups that the cluster directory's pid files name now.
+func (c *cluster) record(t *testing.T) {
+	t.Helper()
+	files, err := cem.PidFiles(c.spec.Dir)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, f := range files {
+		if !slices.ContainsFunc(c.groups, func(g cem.PidFile) bool { return g.Pid == f.Pid && g.Start == f.Start }) {
+			c.groups = append(c.groups, f)
+		}
+	}
+}
+
+// teardownChecked tears the cluster down twice, which must succeed both times, and checks that
+// no pid file is left and that no process group the cluster ever had is alive.
+func (c *cluster) teardownChecked(t *testing.T) {
+	t.Helper()
+	c.tornDown = true
+	for k := 1; k <= 2; k++ {
+		ctx, cancel := context.WithTimeout(context.Background(), c.s.callTimeout)
+		err := c.p.Teardown(ctx)
+		cancel()
+		if err != nil {
+			t.Errorf("teardown %d: %v", k, err)
+		}
+	}
+	files, err := cem.PidFiles(c.spec.Dir)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, f := range files {
+		t.Errorf("teardown left pid file %s (pid %d)", f.Path, f.Pid)
+	}
+	for _, g := range c.groups {
+		alive, err := g.GroupAlive()
+		if err != nil {
+			t.Error(err)
+		}
+		if alive {
+			t.Errorf("teardown left process group %d (%s) alive", g.Pid, g.Path)
+		}
+	}
+}

@@ -1,0 +1,363 @@
+//go:build linux
+
+// Package plugintest is the conformance suite of modulo's DRM plugins. A plugin's own test
+// calls Run with its plugin, and the suite drives real clusters through it:
+//
+//   - transitions: a few schedules of the DRM's model that together take every kind of
+//     transition the model uses (Cover, Kinds), each realised on a fresh cluster, with every
+//     step's actions checked and every replica's data converged at the end;
+//   - oracle: a schedule realised with the kit's break_realisation = "leave-behind", after which
+//     the executor's comparison (executor.Compare) must report the replica left behind, and
+//     every readable replica must hold the probe key written to the whole cluster before;
+//   - teardown: Start fails with one line naming a busy port, and Teardown after it and after
+//     a step is safe to call twice, leaves no pid file and no live process in any group that
+//     a pid file ever named (the same check ends every cluster of the suite);
+//   - crashed server and hung server: after Start, the process group of a server that the
+//     first step writes to is SIGKILLed (SIGSTOPped); some step, or the final comparison, must
+//     report it, and no call may outlast the executor's call timeout;
+//   - binary: when Config.Binary is set, a schedule realised through the built plugin binary,
+//     started by cem.Launch as modulo starts it.
+//
+// The suite imports the executor for its comparison: only a plugin's tests may import it.
+package plugintest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// DefaultStepTimeout is the clusters' step timeout when Config gives none: ample for a server
+// that starts in seconds, and what the hung-server check waits at least once.
+const DefaultStepTimeout = 10 * time.Second
+
+// Config says what to test.
+type Config struct {
+	// DRM is the short name of the DRM under test, such as "qce".
+	DRM string
+	// Params are the schedules' parameters. Zero means at most 2 writes (the DRM's largest
+	// value below) and the DRM's default replica count.
+	Params aem.Params
+	// New returns a fresh plugin, in process; every check runs on it.
+	New func() cem.CEM
+	// Binary is the plugin's built binary (see Build). When set, one schedule is also realised
+	// through it, started by cem.Launch.
+	Binary string
+	// PluginConfig is the plugin's TOML section, given to every cluster.
+	PluginConfig []byte
+	// StepTimeout is every cluster's step timeout; zero means DefaultStepTimeout.
+	StepTimeout time.Duration
+}
+
+// Build builds the plugin package pkg (such as ".") into a directory of t's and returns the
+// binary's path.
+func Build(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "modulo-plugin")
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+type suite struct {
+	cfg         Config
+	drm         drms.DRM
+	params      aem.Params
+	info        cem.Info
+	callTimeout time.Duration
+}
+
+// Run runs the conformance suite, each part a subtest of t.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	d, err := drms.Lookup(cfg.DRM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.New == nil {
+		t.Fatal("plugintest: Config.New is nil")
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = DefaultStepTimeout
+	}
+	s := &suite{cfg: cfg, drm: d, params: cfg.Params}
+	if s.params == (aem.Params{}) {
+		s.params = aem.Params{Ops: 1, Replicas: d.Defaults.Replicas}
+		for _, o := range d.Ops {
+			if o <= 2 {
+				s.params.Ops = max(s.params.Ops, o)
+			}
+		}
+	}
+	s.callTimeout = executor.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
+	s.info = s.checkInfo(t, cfg.New())
+	plan, err := Cover(d.Model, s.params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("transitions", func(t *testing.T) { s.transitions(t, plan) })
+	t.Run("oracle", s.oracle)
+	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
+	t.Run("crashed server", func(t *testing.T) { s.fault(t, syscall.SIGKILL, plan.Schedules[0].Steps) })
+	t.Run("hung server", func(t *testing.T) { s.fault(t, syscall.SIGSTOP, plan.Schedules[0].Steps) })
+	if cfg.Binary != "" {
+		t.Run("binary", func(t *testing.T) { s.binary(t, plan.Schedules[0].Steps) })
+	}
+}
+
+// checkInfo checks what the plugin says of itself.
+func (s *suite) checkInfo(t *testing.T, p cem.CEM) cem.Info {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
+	defer cancel()
+	info, err := p.Info(ctx, s.cfg.PluginConfig)
+	if err != nil {
+		t.Fatalf("info: %v", err)
+	}
+	switch {
+	case info.Name != s.drm.Plugin:
+		t.Fatalf("info: plugin %q, but the catalogue says the %s plugin realises %s", info.Name, s.drm.Plugin, s.drm.Name)
+	case !slices.Contains(info.Capabilities.DRMs, s.drm.Name):
+		t.Fatalf("info: the plugin lists DRMs %v, not %s", info.Capabilities.DRMs, s.drm.Name)
+	case info.Capabilities.PortsPerReplica < 1:
+		t.Fatalf("info: %d ports per replica", info.Capabilities.PortsPerReplica)
+	case info.ServerVersion == "" || info.Version == "":
+		t.Fatalf("info: version %q, server version %q: both must be set", info.Version, info.ServerVersion)
+	}
+	return info
+}
+
+// transitions realises each schedule of the plan on a fresh cluster and checks that every kind
+// of transition was realised.
+func (s *suite) transitions(t *testing.T, plan Plan) {
+	var realised []string
+	for i, planned := range plan.Schedules {
+		name := fmt.Sprintf("%d %s", i+1, schedules.Body(planned.Steps))
+		ok := t.Run(name, func(t *testing.T) {
+			c, snap := s.realise(t, s.cfg.New(), planned.Steps, s.cfg.PluginConfig)
+			if d := executor.Compare(snap); !d.Converged() {
+				t.Errorf("the replicas did not converge: %s\n(the plugin says the cluster caught up too early, or %s itself has a convergence failure here)", d.Line(), s.drm.System)
+			}
+			for i, r := range snap.Replicas {
+				for k, v := range r.Data {
+					if !strings.HasPrefix(v, c.spec.ScheduleID) {
+						t.Errorf("replica %d holds %s = %q, which this schedule (%s) did not write", i, k, v, c.spec.ScheduleID)
+					}
+				}
+			}
+		})
+		if ok {
+			realised = append(realised, planned.Kinds...)
+		}
+	}
+	for _, k := range plan.Kinds {
+		if !slices.Contains(realised, k) {
+			t.Errorf("transition kind %q was not realised", k)
+		}
+	}
+	t.Logf("%s with %d writes and %d replicas: %d schedules take its %d kinds of transition: %s",
+		s.drm.Name, s.params.Ops, s.params.Replicas, len(plan.Schedules), len(plan.Kinds), strings.Join(plan.Kinds, "; "))
+}
+
+// oracle realises a schedule that leaves a replica behind and checks that the executor's
+// comparison reports it.
+func (s *suite) oracle(t *testing.T) {
+	_, quorum := s.drm.Model.(aem.Quorum)
+	planned, err := Shortest(s.drm.Model, s.params, func(end *aem.State) bool {
+		if quorum {
+			return true
+		}
+		for i, src := range end.Src { // leave-behind needs a replica that follows another
+			if src != aem.NoSource && end.On[i] && end.On[src] {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := append([]byte(kit.BreakKey+" = \""+kit.BreakLeaveBehind+"\"\n"), s.cfg.PluginConfig...)
+	_, snap := s.realise(t, s.cfg.New(), planned.Steps, config)
+	d := executor.Compare(snap)
+	if d.Converged() {
+		t.Fatalf("the comparison found every replica the same after %s left a replica behind", kit.BreakLeaveBehind)
+	}
+	if len(d.Unreadable) == 0 && !slices.ContainsFunc(d.Keys, func(k executor.KeyDiff) bool { return k.Key == kit.BehindKey }) {
+		t.Errorf("the comparison reports %s, but neither an unreadable replica nor key %s", d.Line(), kit.BehindKey)
+	}
+	readable := 0
+	for i, r := range snap.Replicas {
+		if r.Err != "" {
+			continue
+		}
+		readable++
+		if _, ok := r.Data[kit.ProbeKey]; !ok {
+			t.Errorf("replica %d does not hold %s, which was written to the whole cluster: does ReadAll read what the replica holds?", i, kit.ProbeKey)
+		}
+	}
+	if readable == 0 {
+		t.Errorf("no replica could be read: %s", d.Line())
+	}
+	t.Logf("reported: %s", d.Line())
+}
+
+// teardown checks Start with a busy port, and Teardown after a failed Start and after a step.
+func (s *suite) teardown(t *testing.T, first aem.Transition) {
+	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, nil)
+	busy := c.spec.BasePort + s.params.Replicas*s.info.Capabilities.PortsPerReplica - 1
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(busy)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.start(t)
+	ln.Close()
+	switch {
+	case err == nil:
+		t.Errorf("start succeeded although port %d was in use", busy)
+	case !strings.Contains(err.Error(), strconv.Itoa(busy)) || strings.Contains(err.Error(), "\n"):
+		t.Errorf("start with port %d in use: error %q should be one line naming the port", busy, err)
+	}
+	c.teardownChecked(t)
+
+	c = s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, []aem.Transition{first})
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if _, err := c.apply(t, 0, &first); err != nil {
+		t.Fatalf("step 1 %s: %v", first, err)
+	}
+	c.teardownChecked(t)
+	if len(c.groups) == 0 {
+		t.Error("the cluster directory never held a pid file: servers must be started with cem.StartProcess")
+	}
+}
+
+// fault sends sig to one server's process group after Start, then realises the schedule: some
+// step, or the final comparison, must report the server, and no call may hang.
+func (s *suite) fault(t *testing.T, sig syscall.Signal, steps []aem.Transition) {
+	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, steps)
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	files, err := cem.PidFiles(c.spec.Dir)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no pid file to find a server by (%v)", err)
+	}
+	victim := pickVictim(files, steps[0])
+	if err := syscall.Kill(-victim.Pid, sig); err != nil {
+		t.Fatalf("%s process group %d: %v", signalName(sig), victim.Pid, err)
+	}
+	t.Logf("%s process group %d (%s)", signalName(sig), victim.Pid, filepath.Base(victim.Path))
+	for i := range steps {
+		_, err := c.apply(t, i, &steps[i])
+		if err == nil {
+			continue
+		}
+		kind := "an error"
+		if cem.IsNotReached(err) {
+			kind = "not reached"
+		}
+		t.Logf("step %d %s reported it as %s: %v", i+1, steps[i], kind, err)
+		return
+	}
+	if d := executor.Compare(c.read(t)); d.Converged() {
+		t.Errorf("after %s of process group %d every step passed and every replica reads the same", signalName(sig), victim.Pid)
+	} else {
+		t.Logf("the comparison reported it: %s", d.Line())
+	}
+}
+
+// pickVictim picks the server to crash or suspend: one that the first step must write to, so
+// that the plugin has to talk to it before it fails or suspends it itself (S/S/R resumes a
+// replica it suspended, which would undo a SIGSTOP). Servers are found by the kit's naming,
+// "<plugin>-<replica>" + cem.PidFileSuffix; a plugin that names them otherwise gets the first.
+func pickVictim(files []cem.PidFile, first aem.Transition) cem.PidFile {
+	slices.SortFunc(files, func(a, b cem.PidFile) int { return strings.Compare(a.Path, b.Path) })
+	if first.Kind != aem.Divergence {
+		return files[0]
+	}
+	top := first.WriteCount()
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f.Path), cem.PidFileSuffix)
+		i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+		if err == nil && i < len(first.Writes) && first.Writes[i] == top {
+			return f
+		}
+	}
+	return files[0]
+}
+
+// signalName is the name of the two signals the suite sends.
+func signalName(sig syscall.Signal) string {
+	if sig == syscall.SIGKILL {
+		return "SIGKILL"
+	}
+	return "SIGSTOP"
+}
+
+// binary realises steps through the built plugin binary, as modulo runs it.
+func (s *suite) binary(t *testing.T, steps []aem.Transition) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
+	defer cancel()
+	var stderr strings.Builder // Launch serialises the writes; it is read after Close
+	client, err := cem.Launch(ctx, s.cfg.Binary, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := client.Close(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("plugin stderr:\n%s", stderr.String())
+		}
+	})
+	info := s.checkInfo(t, client)
+	if info.Name != s.info.Name || !slices.Equal(info.Capabilities.DRMs, s.info.Capabilities.DRMs) ||
+		info.Capabilities.PortsPerReplica != s.info.Capabilities.PortsPerReplica {
+		t.Errorf("the binary says %+v, the plugin in process %+v", info, s.info)
+	}
+	_, snap := s.realise(t, client, steps, s.cfg.PluginConfig)
+	if d := executor.Compare(snap); !d.Converged() {
+		t.Errorf("through the binary, the replicas did not converge: %s", d.Line())
+	}
+}
+
+// realise runs steps on a fresh cluster of p and returns every replica's data.
+func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config []byte) (*cluster, cem.Snapshot) {
+	t.Helper()
+	c := s.newCluster(t, p, config, steps)
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	for i := range steps {
+		rep, err := c.apply(t, i, &steps[i])
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, steps[i], err)
+		}
+		var b strings.Builder
+		for _, a := range rep.Actions {
+			fmt.Fprintf(&b, "\n  %s replica %2d: %s", a.Time.Format("15:04:05.000"), a.Replica, a.What)
+		}
+		t.Logf("step %d %s:%s", i+1, steps[i], b.String())
+	}
+	return c, c.read(t)
+}

@@ -1,0 +1,137 @@
+// Package replay is `modulo replay`: run one recorded schedule again, showing every concrete
+// action, and tell how often its verdict reproduces.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/rerun"
+	"github.com/modulo-testing/modulo/results"
+)
+
+// Options are replay's inputs, apart from flag parsing.
+type Options struct {
+	Out    io.Writer // the runs as they go, and the reproduction line
+	ErrOut io.Writer // the plugin's messages
+	// Context, when set, stops the runs as Ctrl-C does when it is cancelled.
+	Context context.Context
+
+	Dir    string // the campaign's results directory
+	ID     string
+	Repeat int
+	Settings
+}
+
+// NewCmd returns the replay command; runF replaces Run in tests.
+func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
+	opts := &Options{Out: out}
+	var setFlags func()
+	cmd := &cobra.Command{
+		Use:   "replay DIR ID [--repeat K]",
+		Short: "Run one recorded schedule again, showing every concrete action",
+		Long: `Run schedule ID of the campaign whose results are in DIR again, on a fresh real cluster,
+through the same plugin as 'modulo run', and show what happens: each step as it starts, then
+the concrete actions the plugin took for it (kills, suspends, writes, REPLICAOF...) with their
+times, as the step returns - the plugin reports a step's actions when the step is done - and
+then the verdict.
+
+--repeat K runs it K times and tells how often the recorded verdict reproduces (k of K). The
+result is appended to DIR/reproductions.jsonl; 'modulo results' labels a failure that
+reproduced 0 times flaky rather than a bug. Every run keeps its own results (actions, each
+replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
+
+The plugin runs with the campaign's plugin table (kept in campaign.json) unless --config
+names a file, whose table is used instead. ID may also be the smallest schedule a shrink
+found ('modulo shrink').
+
+The exit status is 1 when a run failed, 3 when none failed but some were incomplete, errors
+or not made, 0 when every run passed, 2 on bad input.`,
+		Example: `  modulo replay modulo-results/slr 0b98d909dcdb6ee8
+  modulo replay modulo-results/slr 0b98d909dcdb6ee8 --repeat 10`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Dir, opts.ID = args[0], args[1]
+			opts.ErrOut = cmd.ErrOrStderr()
+			opts.Context = cmd.Context()
+			setFlags()
+			if runF != nil {
+				return runF(opts)
+			}
+			return Run(opts)
+		},
+	}
+	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "run it `K` times and report how often the verdict reproduces")
+	setFlags = AddSettingFlags(cmd, &opts.Settings)
+	return cmd
+}
+
+// Run replays the schedule opts name.
+func Run(opts *Options) error {
+	if opts.Repeat < 1 {
+		return cmdutil.Usagef("--repeat must be at least 1, got %d", opts.Repeat)
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errOut := opts.ErrOut
+	if errOut == nil {
+		errOut = os.Stderr
+	}
+
+	t, err := Find(opts.Dir, opts.ID)
+	if err != nil {
+		return err
+	}
+	if err := t.Prepare(ctx, opts.Settings, errOut); err != nil {
+		return err
+	}
+	start := time.Now()
+	rel := filepath.Join(results.ReplaysDir, opts.ID, start.UTC().Format(Stamp))
+	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, rel))
+	t.Describe(opts.Out)
+
+	setup := t.Setup
+	setup.Out = opts.Out
+	res, err := rerun.Run(ctx, setup, t.Header, t.Schedule, rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel)})
+	if err != nil {
+		return err
+	}
+	if len(res.Records) > 0 {
+		rep := t.Reproduction(res, "replay", rel, start)
+		if err := results.AppendReproduction(opts.Dir, rep); err != nil {
+			return err
+		}
+		line := fmt.Sprintf("reproduced %s in %d of %d runs (%s)", t.Want, rep.Reproduced, rep.Repeat, Counts(res))
+		if rep.Flaky() {
+			line += ": flaky, not a bug until it fails again"
+		}
+		fmt.Fprintln(opts.Out, line)
+	}
+	if res.Interrupted {
+		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", len(res.Records), opts.Repeat)
+	}
+	return VerdictError(res, opts.Repeat)
+}
+
+// Stamp names the directory of one replay's runs by its start, in UTC, to the millisecond.
+const Stamp = "20060102T150405.000Z"
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,100 @@
+package replay
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// campaign is a real campaign recorded in results/testdata (see its README).
+const campaign = "../../../results/testdata/campaigns/slr-2x3-broken"
+
+func TestNewCmd(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		check func(*Options) bool
+	}{
+		{"defaults", []string{"dir", "0123456789abcdef"}, func(o *Options) bool {
+			return o.Dir == "dir" && o.ID == "0123456789abcdef" && o.Repeat == 1 && o.ConfigFile == "" &&
+				o.PluginDir == nil && o.BasePort == nil && o.StepTimeout == nil && o.Context != nil && o.ErrOut != nil
+		}},
+		{"every flag", []string{"dir", "id", "--repeat", "5", "--config", "m.toml", "--plugin-dir", "bin", "--base-port", "30000", "--step-timeout", "5s"}, func(o *Options) bool {
+			return o.Repeat == 5 && o.ConfigFile == "m.toml" && *o.PluginDir == "bin" && *o.BasePort == 30000 && *o.StepTimeout == 5*time.Second
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got *Options
+			cmd := NewCmd(&bytes.Buffer{}, func(o *Options) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(got) {
+				t.Errorf("options %+v", got)
+			}
+		})
+	}
+}
+
+// TestRunBadInput checks what is refused before any plugin starts: each a usage error in one
+// line that names the problem.
+func TestRunBadInput(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("PATH", empty) // no plugin on $PATH
+	edited := t.TempDir()
+	if err := os.CopyFS(edited, os.DirFS(campaign)); err != nil {
+		t.Fatal(err)
+	}
+	sched := filepath.Join(edited, results.FailuresDir, "0b98d909dcdb6ee8", results.ScheduleText)
+	b, err := os.ReadFile(sched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same ID over another schedule of the model: not what was recorded.
+	b = []byte(strings.Replace(string(b), "C[0,2]<2,0,->", "C[0,2]<-,0,0>", 1))
+	otherID := schedules.ID("slr", aem.Params{Ops: 2, Replicas: 3}, []byte("D[1,1,0] C[0,2]<-,0,0> D[1,1,0] C[0,2]<-,0,0>"))
+	if err := os.WriteFile(sched, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts Options
+		want string
+		code int
+	}{
+		{"repeat 0", Options{Dir: campaign, ID: "0b98d909dcdb6ee8"}, "--repeat must be at least 1, got 0", cmdutil.ExitUsage},
+		{"not a campaign", Options{Dir: empty, ID: "0b98d909dcdb6ee8", Repeat: 1}, empty + ": not a campaign's results directory: no campaign.json", cmdutil.ExitUsage},
+		{"unknown ID", Options{Dir: campaign, ID: "ffffffffffffffff", Repeat: 1},
+			campaign + ": no schedule ffffffffffffffff was recorded ('modulo results " + campaign + "' lists those that did not pass)", cmdutil.ExitUsage},
+		{"edited folder", Options{Dir: edited, ID: "0b98d909dcdb6ee8", Repeat: 1},
+			"schedule 0b98d909dcdb6ee8: its transitions have ID " + otherID + ": edited by hand?", cmdutil.ExitFailed},
+		{"no plugin", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Settings: Settings{PluginDir: &empty}},
+			"plugin modulo-plugin-redis not found in plugin_dir " + empty, cmdutil.ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			tt.opts.Out, tt.opts.ErrOut = &out, &out
+			err := Run(&tt.opts)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error = %v\nwant    %s", err, tt.want)
+			}
+			if code := cmdutil.Code(err); code != tt.code {
+				t.Errorf("exit status %d, want %d", code, tt.code)
+			}
+			if out.Len() != 0 {
+				t.Errorf("output %q", out.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,241 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/cmd/run"
+	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/rerun"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// Settings are the settings replay and shrink take as `modulo run` does: the configuration
+// file, and flags over it. The pointers are set only for flags given.
+type Settings struct {
+	ConfigFile  string
+	PluginDir   *string
+	BasePort    *int
+	StepTimeout *time.Duration
+}
+
+// settingFlags holds the values of the flags until the command knows which were given.
+type settingFlags struct {
+	pluginDir   string
+	basePort    int
+	stepTimeout time.Duration
+}
+
+// AddSettingFlags adds --config, --plugin-dir, --base-port and --step-timeout to cmd; call
+// the function it returns in RunE to set s from the flags given.
+func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
+	var v settingFlags
+	f := cmd.Flags()
+	f.StringVar(&s.ConfigFile, "config", "", "read settings from the TOML `FILE`, its plugin table instead of the campaign's")
+	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
+	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range (default 20000)")
+	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
+	return func() {
+		if f.Changed("plugin-dir") {
+			s.PluginDir = &v.pluginDir
+		}
+		if f.Changed("base-port") {
+			s.BasePort = &v.basePort
+		}
+		if f.Changed("step-timeout") {
+			s.StepTimeout = &v.stepTimeout
+		}
+	}
+}
+
+// Target is a recorded schedule made ready to run again: where it comes from, what it did,
+// and a plugin to run it with.
+type Target struct {
+	Summary *results.Summary
+	// Header is the campaign's DRM and parameters; a shrunk schedule's write count is its own.
+	Header   schedules.Header
+	Schedule schedules.Schedule
+	// Want is the verdict recorded for the schedule: the one to reproduce.
+	Want results.Verdict
+	// ConfigFrom says whose plugin table the runs use: the campaign's or a --config file's.
+	ConfigFrom string
+	// Setup runs the target; Prepare fills it in.
+	Setup rerun.Setup
+}
+
+// Find finds schedule id in the campaign in dir, among its records or the smallest schedules
+// its shrinks found.
+func Find(dir, id string) (*Target, error) {
+	sum, err := results.ReadSummary(dir)
+	if errors.Is(err, results.ErrNotCampaign) {
+		return nil, cmdutil.Usage(err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{Summary: sum, Header: sum.Header}
+	if err := t.find(id); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Prepare prepares the target's plugin as `modulo run` does, for one cluster at a time, with
+// the campaign's plugin table unless s names a configuration file. The plugin's messages go
+// to errOut.
+func (t *Target) Prepare(ctx context.Context, s Settings, errOut io.Writer) error {
+	one := 1
+	cfg, err := run.LoadConfig(&run.Options{
+		ConfigFile: s.ConfigFile, PluginDir: s.PluginDir, BasePort: s.BasePort, StepTimeout: s.StepTimeout, Workers: &one,
+	})
+	if err != nil {
+		return err
+	}
+	pluginConfig, from := []byte(t.Summary.Campaign.PluginConfig), "the campaign's"
+	if s.ConfigFile != "" {
+		pluginConfig, from = cfg.Plugins[t.Header.DRM.Plugin], s.ConfigFile+"'s"
+	}
+	info, launch, err := run.PreparePlugin(ctx, cfg, t.Header.DRM, t.Header.Params.Replicas, errOut)
+	if err != nil {
+		return err
+	}
+	t.ConfigFrom = from
+	t.Setup = rerun.Setup{
+		Info: info, PluginConfig: pluginConfig, Launch: launch,
+		BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout,
+	}
+	return nil
+}
+
+// find looks id up: a recorded schedule's transitions are in its failure folder, or else
+// enumerated again from the model; a shrunk one's are in its shrink.
+func (t *Target) find(id string) error {
+	sum := t.Summary
+	if i := slices.IndexFunc(sum.Latest, func(r results.Record) bool { return r.ID == id }); i >= 0 {
+		t.Want = sum.Latest[i].Verdict
+		if t.Want != results.Pass {
+			f, err := results.ReadFailure(sum.Dir, id)
+			if err != nil {
+				return err
+			}
+			t.Schedule = f.Schedule
+			return t.check()
+		}
+		found, err := results.FindSchedules(sum.Campaign, map[string]bool{id: true})
+		if err != nil {
+			return err
+		}
+		s, ok := found[id]
+		if !ok {
+			return fmt.Errorf("%s: schedule %s is recorded but is not a schedule of %s ops=%d replicas=%d",
+				sum.Dir, id, t.Header.DRM.Name, t.Header.Params.Ops, t.Header.Params.Replicas)
+		}
+		t.Schedule = s
+		return t.check()
+	}
+	for _, sh := range sum.Shrunk {
+		if sh.Smallest.ID != id {
+			continue
+		}
+		steps, err := results.ParseBody(sh.Smallest.Body)
+		if err != nil {
+			return fmt.Errorf("%s: shrink of %s: %w", sum.Dir, sh.Of.ID, err)
+		}
+		t.Want, t.Header.Params.Ops = sh.Want, sh.Smallest.Ops
+		t.Schedule = schedules.Schedule{ID: id, Steps: steps}
+		return t.check()
+	}
+	return cmdutil.Usagef("%s: no schedule %s was recorded ('modulo results %s' lists those that did not pass)", sum.Dir, id, sum.Dir)
+}
+
+// check makes sure the schedule is one of the model and that its ID is its own: a folder
+// edited by hand must not run something else under the ID.
+func (t *Target) check() error {
+	s, h := t.Schedule, t.Header
+	g, err := aem.NewGraph(h.DRM.Model, h.Params)
+	if err != nil {
+		return err
+	}
+	if _, err := g.Follow(s.Steps); err != nil {
+		return fmt.Errorf("schedule %s: not a %s schedule: %w", s.ID, h.DRM.Title, err)
+	}
+	if want := schedules.ID(h.DRM.Name, h.Params, schedules.Body(s.Steps)); want != s.ID {
+		return fmt.Errorf("schedule %s: its transitions have ID %s: edited by hand?", s.ID, want)
+	}
+	return nil
+}
+
+// Describe says what is about to run, in two lines.
+func (t *Target) Describe(w io.Writer) {
+	h, c := t.Header, t.Summary.Campaign
+	fmt.Fprintf(w, "%s (%s on %s), ops=%d, replicas=%d, recorded %s: %s\n",
+		h.DRM.Name, h.DRM.Title, h.DRM.System, h.Params.Ops, h.Params.Replicas, t.Want, schedules.Body(t.Schedule.Steps))
+	cfg := results.OneLine(string(t.Setup.PluginConfig))
+	if cfg == "" {
+		cfg = "(empty)"
+	}
+	fmt.Fprintf(w, "plugin %s %s, server %s; plugin config (%s): %s\n",
+		t.Setup.Info.Name, t.Setup.Info.Version, t.Setup.Info.ServerVersion, t.ConfigFrom, cfg)
+	if i := t.Setup.Info; i.Version != c.PluginVersion || i.ServerVersion != c.ServerVersion {
+		fmt.Fprintf(w, "note: the campaign ran plugin %s %s with server %s\n", c.Plugin, c.PluginVersion, c.ServerVersion)
+	}
+}
+
+// Reproduction is the record of res, runs of the target made by the command by, kept in dir
+// (a path inside the campaign directory).
+func (t *Target) Reproduction(res rerun.Result, by, dir string, start time.Time) results.Reproduction {
+	return results.Reproduction{
+		ID: t.Schedule.ID, Want: t.Want,
+		Repeat: len(res.Records), Reproduced: res.Count(t.Want), Verdicts: res.Verdicts(),
+		By: by, Dir: dir, PluginConfig: string(t.Setup.PluginConfig),
+		PluginVersion: t.Setup.Info.Version, ServerVersion: t.Setup.Info.ServerVersion,
+		Start: start.UTC(), End: time.Now().UTC(),
+	}
+}
+
+// VerdictError turns the verdicts of runs into the exit status, as `modulo run` does: 1 when
+// a run failed, 3 when none failed but some were incomplete, errors or not made.
+func VerdictError(res rerun.Result, repeat int) error {
+	v := res.Verdicts()
+	if n := v[results.Fail]; n > 0 {
+		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: fmt.Errorf("%d of %d runs failed to converge", n, len(res.Records))}
+	}
+	var probs []string
+	if n := v[results.Incomplete]; n > 0 {
+		probs = append(probs, fmt.Sprintf("%d incomplete", n))
+	}
+	if n := v[results.Error]; n > 0 {
+		probs = append(probs, fmt.Sprintf("%d with errors", n))
+	}
+	if n := repeat - len(res.Records); n > 0 {
+		probs = append(probs, fmt.Sprintf("%d not made", n))
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New("no run failed, but " + strings.Join(probs, ", "))}
+}
+
+// Counts says how many runs ended with each verdict: "fail 2, pass 1".
+func Counts(res rerun.Result) string {
+	v := res.Verdicts()
+	var parts []string
+	for _, verdict := range []results.Verdict{results.Fail, results.Pass, results.Incomplete, results.Error} {
+		if v[verdict] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", verdict, v[verdict]))
+		}
+	}
+	if len(parts) == 0 {
+		return "no verdict"
+	}
+	return strings.Join(parts, ", ")
+}

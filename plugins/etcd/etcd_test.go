@@ -1,0 +1,19 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+)
+
+// TestConformance runs modulo's conformance suite on real etcd clusters: in process, and
+// through the plugin binary as modulo runs it. It fails until main.go is filled in.
+func TestConformance(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qce",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}

@@ -1,0 +1,146 @@
+package report
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/executor"
+)
+
+// dataTable is every replica's final data side by side, a row per key, with the keys the
+// replicas disagree on first and the cells that differ marked.
+type dataTable struct {
+	Replicas []replicaHead
+	Rows     []dataRow
+	// DiffKeys counts the keys the replicas disagree on; Hidden the agreeing keys not shown.
+	DiffKeys, Hidden int
+	Groups           string // the groups compared within, when there are several
+}
+
+type replicaHead struct {
+	Replica    int
+	Unreadable string
+}
+
+type dataRow struct {
+	Key     string
+	Differs bool
+	Cells   []dataCell
+}
+
+type dataCell struct {
+	Text  string
+	Class string // "", "differs", "missing differs", "unreadable"
+}
+
+// maxAgreeing bounds the agreeing keys shown: the differing ones are what the table is for.
+const maxAgreeing = 40
+
+func newDataTable(snap *cem.Snapshot) *dataTable {
+	d := executor.Compare(*snap)
+	t := &dataTable{DiffKeys: len(d.Keys), Groups: d.Groups()}
+	unreadable := map[int]bool{}
+	for _, u := range d.Unreadable {
+		unreadable[u.Replica] = true
+	}
+	for i, r := range snap.Replicas {
+		t.Replicas = append(t.Replicas, replicaHead{Replica: i, Unreadable: r.Err})
+	}
+	differs := map[string]bool{}
+	for _, k := range d.Keys {
+		differs[k.Key] = true
+		row := dataRow{Key: k.Key, Differs: true}
+		odd := oddOnes(k, d.Group, unreadable)
+		for i := range snap.Replicas {
+			c := dataCell{}
+			switch v := k.Values[i]; {
+			case unreadable[i]:
+				c = dataCell{Text: "(unreadable)", Class: "unreadable"}
+			case !v.Present:
+				c = dataCell{Text: "(missing)", Class: "missing"}
+			default:
+				c.Text = v.Text
+			}
+			if odd[i] {
+				c.Class += " differs"
+			}
+			row.Cells = append(row.Cells, c)
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	keys := map[string]bool{}
+	for _, r := range snap.Replicas {
+		for k := range r.Data {
+			keys[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if differs[k] {
+			continue
+		}
+		if len(t.Rows)-t.DiffKeys == maxAgreeing {
+			t.Hidden++
+			continue
+		}
+		row := dataRow{Key: k}
+		for i, r := range snap.Replicas {
+			if unreadable[i] {
+				row.Cells = append(row.Cells, dataCell{Text: "(unreadable)", Class: "unreadable"})
+				continue
+			}
+			v, ok := r.Data[k]
+			if !ok {
+				v = "(missing)" // only in another group than those holding it
+			}
+			row.Cells = append(row.Cells, dataCell{Text: v})
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// oddOnes marks, within each group, the readable replicas whose value of k is not the one
+// most of the group hold (the first replica's on a tie).
+func oddOnes(k executor.KeyDiff, group []int, unreadable map[int]bool) map[int]bool {
+	type gv struct {
+		g int
+		v executor.Value
+	}
+	count := map[gv]int{}
+	for i, v := range k.Values {
+		if !unreadable[i] {
+			count[gv{group[i], v}]++
+		}
+	}
+	best := map[int]executor.Value{}
+	bestN := map[int]int{}
+	for i, v := range k.Values {
+		if unreadable[i] {
+			continue
+		}
+		if n := count[gv{group[i], v}]; n > bestN[group[i]] {
+			best[group[i]], bestN[group[i]] = v, n
+		}
+	}
+	odd := map[int]bool{}
+	for i, v := range k.Values {
+		if !unreadable[i] && v != best[group[i]] {
+			odd[i] = true
+		}
+	}
+	return odd
+}
+
+// String says what the table shows, for its caption.
+func (t *dataTable) String() string {
+	s := fmt.Sprintf("%d %s", t.DiffKeys, plural(t.DiffKeys, "key differs", "keys differ"))
+	if t.Groups != "" {
+		s += " (compared within " + t.Groups + ")"
+	}
+	if t.Hidden > 0 {
+		s += fmt.Sprintf("; %d more agreeing keys not shown", t.Hidden)
+	}
+	return s
+}

@@ -1,0 +1,336 @@
+// Package report renders a campaign's results as one self-contained HTML page: no script, no
+// request to any network, its style and its charts (inline SVG) inside the file, so that it
+// opens anywhere and can be mailed or attached to a bug report.
+//
+// The page holds the campaign's description, the verdicts, the coverage curve (the share of
+// all schedules with a verdict over the time the campaign ran, as the Modulo paper's Figure 4
+// draws it), histograms of the time per schedule and per step kind, and for each schedule that
+// did not pass its timeline per replica (as the paper's Figure 2) beside each replica's final
+// data with the differences marked.
+//
+// To look at it as a browser shows it, without a display:
+//
+//	chromium --headless --no-sandbox --disable-gpu --screenshot=report.png --window-size=1280,2000 file://$PWD/report.html
+package report
+
+import (
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+//go:embed report.css
+var css string
+
+//go:embed report.html.tmpl
+var pageText string
+
+var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ms":   func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"cls":  func(label string) string { return strings.ReplaceAll(label, " ", "-") },
+	"add":  func(a, b float64) float64 { return a + b },
+	"sub":  func(a, b float64) float64 { return a - b },
+	"half": func(a float64) float64 { return a / 2 },
+	"neg":  func(a float64) float64 { return -a },
+	// line is the baseline, in a timeline's cell, of event line k.
+	"line":   func(k int) float64 { return 15 + 14*float64(k) },
+	"plural": plural,
+}).Parse(pageText))
+
+// MaxDrawn bounds the schedules drawn in full (timeline, data, actions); the rest are listed
+// in a table, so that a campaign with thousands of failures still gives a page a browser opens.
+const MaxDrawn = 100
+
+// page is what the template renders.
+type page struct {
+	Title     string
+	CSS       template.CSS
+	Generated string
+	Summary   *results.Summary
+	Config    string
+	Done      int
+	Share     string
+	Median    time.Duration
+	P90       time.Duration
+	Verdicts  []verdictCount
+	Bar       []segment
+	Coverage  *chart
+	Times     *chart
+	Kinds     []*chart
+	Failures  []*failure
+	// Listed are the non-passes beyond MaxDrawn, listed without drawings.
+	Listed   []*failure
+	Problems []string
+}
+
+type verdictCount struct {
+	Label string
+	Count int
+}
+
+type segment struct {
+	X, W  float64 // percent
+	Label string
+	Title string
+}
+
+type failure struct {
+	Record   results.Record
+	Label    string
+	Body     string
+	Steps    int
+	Detail   string // complete
+	Replayed *results.Reproduction
+	Shrunk   *results.Shrunk
+	Timeline *timeline
+	Data     *dataTable
+	Actions  []actionStep
+	Problem  string // what could not be read of its failure folder
+}
+
+type actionStep struct {
+	Title string
+	Lines []string
+}
+
+// Write renders the report of campaign s to w.
+func Write(w io.Writer, s *results.Summary) error {
+	p := &page{
+		Title:     fmt.Sprintf("modulo: %s ops=%d replicas=%d", s.Campaign.DRM, s.Campaign.Ops, s.Campaign.Replicas),
+		CSS:       template.CSS(css),
+		Generated: build.Generator + ", " + time.Now().UTC().Format(time.DateTime+" MST"),
+		Summary:   s,
+		Config:    results.OneLine(s.Campaign.PluginConfig),
+		Done:      s.Done(),
+	}
+	p.Share = "-"
+	if s.Total > 0 {
+		p.Share = fmt.Sprintf("%.1f%%", 100*float64(p.Done)/float64(s.Total))
+	}
+	ds := s.Durations()
+	p.Median, p.P90 = results.Percentile(ds, 0.5), results.Percentile(ds, 0.9)
+	p.verdicts()
+	p.Coverage = coverage(s)
+	p.Times = newChart("time-per-schedule", "time per schedule", 560, 240)
+	p.Times.XLabel = "time from start to verdict"
+	secs := make([]float64, len(ds))
+	for i, d := range ds {
+		secs[i] = d.Seconds()
+	}
+	histogram(p.Times, secs, 30)
+	if err := p.kinds(s); err != nil {
+		return err
+	}
+	p.failures(s)
+	return pageTemplate.Execute(w, p)
+}
+
+// verdicts counts the verdicts and lays out the bar of shares, schedules not run included.
+func (p *page) verdicts() {
+	n := p.Summary.Counts()
+	p.Verdicts = []verdictCount{
+		{"pass", n.Pass}, {"fail", n.Fail}, {"flaky", n.Flaky}, {"incomplete", n.Incomplete}, {"error", n.Error},
+	}
+	all := p.Summary.Total
+	notRun := int64(all) - int64(len(p.Summary.Latest))
+	if notRun > 0 {
+		p.Verdicts = append(p.Verdicts, verdictCount{"not run", int(notRun)})
+	}
+	if all == 0 {
+		return
+	}
+	x := 0.0
+	for _, v := range p.Verdicts {
+		if v.Count == 0 {
+			continue
+		}
+		w := 100 * float64(v.Count) / float64(all)
+		p.Bar = append(p.Bar, segment{X: x, W: w, Label: v.Label, Title: fmt.Sprintf("%s: %d (%.1f%%)", v.Label, v.Count, w)})
+		x += w
+	}
+}
+
+// coverage draws the share of the campaign's schedules with a verdict over the time the
+// campaign ran, and marks each failure where it was found. Time runs only while schedules
+// do: each record adds the time since the previous one ended, but no more than its own
+// duration, so that the gap between a run and the run that resumed it does not count.
+func coverage(s *results.Summary) *chart {
+	c := newChart("coverage-curve", "coverage: schedules with a verdict, as a share of all", 1140, 300)
+	c.XLabel, c.YLabel = "time the campaign ran", "share of all schedules"
+	recs := slices.Clone(s.All)
+	slices.SortStableFunc(recs, func(a, b results.Record) int { return a.End.Compare(b.End) })
+	type point struct{ t, share float64 }
+	pts := []point{{0, 0}}
+	var fails []point
+	var failIDs []string
+	var active time.Duration
+	var prevEnd time.Time
+	seen, failed := map[string]bool{}, map[string]bool{}
+	for _, r := range recs {
+		d := r.End.Sub(r.Start)
+		if !prevEnd.IsZero() {
+			d = min(d, r.End.Sub(prevEnd))
+		}
+		active += max(d, 0)
+		if r.End.After(prevEnd) {
+			prevEnd = r.End
+		}
+		if r.Verdict == results.Error || seen[r.ID] {
+			continue
+		}
+		seen[r.ID] = true
+		share := 0.0
+		if s.Total > 0 {
+			share = float64(len(seen)) / float64(s.Total)
+		}
+		pts = append(pts, point{active.Seconds(), share})
+		if r.Verdict == results.Fail && !failed[r.ID] {
+			failed[r.ID] = true
+			fails = append(fails, point{active.Seconds(), share})
+			failIDs = append(failIDs, r.ID)
+		}
+	}
+	if len(pts) == 1 {
+		c.Empty = "no schedule has a verdict yet"
+		return c
+	}
+	var top float64
+	c.XTicks, top = ticks(pts[len(pts)-1].t, 8, c.PlotW, seconds)
+	for v := 0; v <= 100; v += 25 {
+		c.YTicks = append(c.YTicks, tick{Pos: float64(v) / 100 * c.PlotH, Label: fmt.Sprintf("%d%%", v)})
+	}
+	x := func(t float64) float64 { return c.Left + t/top*c.PlotW }
+	y := func(share float64) float64 { return c.Bottom() - share*c.PlotH }
+	line := make([]byte, 0, len(pts)*16)
+	for _, pt := range pts {
+		line = fmt.Appendf(line, "%.1f,%.1f ", x(pt.t), y(pt.share))
+	}
+	c.Line = string(line)
+	for i, f := range fails {
+		c.Marks = append(c.Marks, mark{X: x(f.t), Y: y(f.share), Title: fmt.Sprintf("%s failed at %s", failIDs[i], seconds(f.t))})
+	}
+	return c
+}
+
+// Step kinds, in the order their histograms are drawn.
+const (
+	kindStart         = "start"
+	kindDivergence    = "divergence"
+	kindConvergence   = "convergence"
+	kindOfflineResync = "offline resync"
+	kindRead          = "read"
+)
+
+// kinds draws a histogram of the time of each step kind: starting the cluster, divergences,
+// convergences (offline resyncs apart), reading the data. The records hold each step's time;
+// the schedules' transitions, which say each step's kind, are enumerated again from the model.
+func (p *page) kinds(s *results.Summary) error {
+	ids := map[string]bool{}
+	for _, r := range s.Latest {
+		ids[r.ID] = true
+	}
+	found, err := results.FindSchedules(s.Campaign, ids)
+	if err != nil {
+		return err
+	}
+	if missing := len(ids) - len(found); missing > 0 {
+		p.Problems = append(p.Problems, fmt.Sprintf("%d recorded schedules are not schedules of %s ops=%d replicas=%d: their steps are not in the histograms by kind",
+			missing, s.Campaign.DRM, s.Campaign.Ops, s.Campaign.Replicas))
+	}
+	times := map[string][]float64{}
+	for _, r := range s.Latest {
+		times[kindStart] = append(times[kindStart], r.StartMS/1000)
+		if r.ReadMS > 0 {
+			times[kindRead] = append(times[kindRead], r.ReadMS/1000)
+		}
+		sched, ok := found[r.ID]
+		if !ok {
+			continue
+		}
+		for i, ms := range r.StepsMS {
+			if i < len(sched.Steps) {
+				k := stepKind(&sched.Steps[i])
+				times[k] = append(times[k], ms/1000)
+			}
+		}
+	}
+	for _, k := range []string{kindStart, kindDivergence, kindConvergence, kindOfflineResync, kindRead} {
+		if k == kindOfflineResync && len(times[k]) == 0 {
+			continue // only S/CL/R has them
+		}
+		c := newChart("time-"+k, k, 370, 200)
+		c.Kind = k
+		c.XLabel = fmt.Sprintf("%d %s", len(times[k]), plural(len(times[k]), "step", "steps"))
+		if k == kindStart || k == kindRead {
+			c.XLabel = fmt.Sprintf("%d %s", len(times[k]), plural(len(times[k]), "run", "runs"))
+		}
+		histogram(c, times[k], 20)
+		p.Kinds = append(p.Kinds, c)
+	}
+	return nil
+}
+
+func stepKind(t *aem.Transition) string {
+	switch {
+	case t.Kind == aem.Divergence:
+		return kindDivergence
+	case t.Resync != aem.Online:
+		return kindOfflineResync
+	}
+	return kindConvergence
+}
+
+// failures gathers every schedule that did not pass: fails first, then incompletes, then
+// errors, each in the order recorded; the first MaxDrawn are drawn.
+func (p *page) failures(s *results.Summary) {
+	np := s.NotPassed()
+	order := map[results.Verdict]int{results.Fail: 0, results.Incomplete: 1, results.Error: 2}
+	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
+	for i, r := range np {
+		f := &failure{Record: r, Label: s.Label(r), Detail: r.Detail}
+		if rep, ok := s.Reproductions[r.ID]; ok {
+			f.Replayed = &rep
+		}
+		if sh, ok := s.Shrunk[r.ID]; ok {
+			f.Shrunk = &sh
+		}
+		if i >= MaxDrawn {
+			p.Listed = append(p.Listed, f)
+			continue
+		}
+		f.draw(s.Dir, s.Header)
+		p.Failures = append(p.Failures, f)
+	}
+}
+
+// draw reads the failure folder and draws what it holds; what cannot be read is said.
+func (f *failure) draw(dir string, h schedules.Header) {
+	folder, err := results.ReadFailure(dir, f.Record.ID)
+	if err != nil {
+		f.Problem = err.Error()
+		return
+	}
+	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), folder.Detail
+	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions); err != nil {
+		f.Problem = err.Error()
+	}
+	if folder.Snapshot != nil {
+		f.Data = newDataTable(folder.Snapshot)
+	}
+	for _, st := range folder.Actions {
+		a := actionStep{Title: fmt.Sprintf("step %d %s", st.Step+1, st.Transition)}
+		for _, act := range st.Actions {
+			a.Lines = append(a.Lines, results.FormatAction(act, "15:04:05.000000"))
+		}
+		f.Actions = append(f.Actions, a)
+	}
+}

@@ -1,0 +1,246 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// ErrNotCampaign says that a directory holds no campaign's results.
+var ErrNotCampaign = errors.New("not a campaign's results directory")
+
+// Summary is a campaign read back: what it ran, each schedule's verdict, and what replaying
+// and shrinking found since.
+type Summary struct {
+	Dir      string
+	Campaign Campaign
+	Header   schedules.Header
+	// Total is how many schedules the campaign has: its schedule file's count, or the model's
+	// for a campaign recorded before campaign.json kept the count.
+	Total uint64
+	// All is every record in the order appended, retried errors included: the campaign's
+	// history.
+	All []Record
+	// Latest is each schedule's holding record (its last), in the order appended.
+	Latest []Record
+	// Reproductions holds each schedule's latest reproduction: the one that holds.
+	Reproductions map[string]Reproduction
+	// Shrunk holds each shrunk schedule's shrink, by the ID of the schedule shrunk.
+	Shrunk map[string]Shrunk
+}
+
+// ReadSummary reads the campaign in dir: campaign.json, records.jsonl, reproductions.jsonl
+// and shrunk/.
+func ReadSummary(dir string) (*Summary, error) {
+	c, err := ReadCampaign(filepath.Join(dir, CampaignFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w: no %s", dir, ErrNotCampaign, CampaignFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{Dir: dir, Campaign: c, Total: c.Schedules}
+	if s.Header, err = c.Header(); err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if s.Total == 0 {
+		g, err := aem.NewGraph(s.Header.DRM.Model, s.Header.Params)
+		if err != nil {
+			return nil, err
+		}
+		if s.Total, err = g.Count(); err != nil {
+			return nil, fmt.Errorf("count %s's schedules: %w", c.DRM, err)
+		}
+	}
+	if s.All, err = ReadRecords(filepath.Join(dir, RecordsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	last := map[string]int{}
+	for i, r := range s.All {
+		last[r.ID] = i
+	}
+	for i, r := range s.All {
+		if last[r.ID] == i {
+			s.Latest = append(s.Latest, r)
+		}
+	}
+	reps, err := ReadReproductions(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.Reproductions = map[string]Reproduction{}
+	for _, r := range reps {
+		s.Reproductions[r.ID] = r
+	}
+	if s.Shrunk, err = ReadShrunk(dir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// FlakyLabel is what the results call a failure that its latest replay did not reproduce.
+const FlakyLabel = "flaky"
+
+// Flaky tells that schedule id did not pass, yet its latest replay never reproduced that.
+func (s *Summary) Flaky(id string) bool {
+	r, ok := s.Reproductions[id]
+	return ok && r.Flaky()
+}
+
+// Label is what the results call a record: its verdict, or "flaky" for a non-pass that its
+// latest replay did not reproduce once.
+func (s *Summary) Label(r Record) string {
+	if r.Verdict != Pass && s.Flaky(r.ID) {
+		return FlakyLabel
+	}
+	return string(r.Verdict)
+}
+
+// Counts counts the holding records by label.
+type Counts struct{ Pass, Fail, Flaky, Incomplete, Error int }
+
+// Counts counts the holding records by label: a flaky failure counts as flaky, not as fail.
+func (s *Summary) Counts() Counts {
+	var c Counts
+	for _, r := range s.Latest {
+		switch s.Label(r) {
+		case FlakyLabel:
+			c.Flaky++
+		case string(Pass):
+			c.Pass++
+		case string(Fail):
+			c.Fail++
+		case string(Incomplete):
+			c.Incomplete++
+		default:
+			c.Error++
+		}
+	}
+	return c
+}
+
+// Done counts the schedules with a verdict that holds: an error is retried by the next run,
+// so it does not count.
+func (s *Summary) Done() int {
+	n := 0
+	for _, r := range s.Latest {
+		if r.Verdict != Error {
+			n++
+		}
+	}
+	return n
+}
+
+// NotPassed returns the holding records that are not passes, in the order appended.
+func (s *Summary) NotPassed() []Record {
+	var out []Record
+	for _, r := range s.Latest {
+		if r.Verdict != Pass {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Durations returns how long each schedule's holding run took, start to verdict.
+func (s *Summary) Durations() []time.Duration {
+	ds := make([]time.Duration, len(s.Latest))
+	for i, r := range s.Latest {
+		ds[i] = r.End.Sub(r.Start)
+	}
+	return ds
+}
+
+// Percentile returns the p-th percentile (0 < p <= 1) of ds by the nearest-rank method: the
+// smallest value that at least a share p of ds do not exceed. It is 0 for no values.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sorted := slices.Sorted(slices.Values(ds))
+	k := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+// WriteText writes the summary `modulo results` prints: what ran, how far it got, the
+// verdicts, the time per schedule, and every schedule that did not pass, one line each.
+func (s *Summary) WriteText(w io.Writer) error {
+	c, h := s.Campaign, s.Header
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "campaign\t%s\n", s.Dir)
+	fmt.Fprintf(tw, "\t%s (%s on %s), ops=%d, replicas=%d, schedule file %s\n",
+		h.DRM.Name, h.DRM.Title, h.DRM.System, h.Params.Ops, h.Params.Replicas, c.ScheduleFile)
+	started := "started " + c.Started.UTC().Format(time.DateTime+" MST")
+	if !c.Resumed.IsZero() {
+		started += ", last resumed " + c.Resumed.UTC().Format(time.DateTime+" MST")
+	}
+	fmt.Fprintf(tw, "\tplugin %s %s, server %s, modulo %s, %s\n", c.Plugin, c.PluginVersion, c.ServerVersion, c.Modulo, started)
+	if cfg := OneLine(c.PluginConfig); cfg != "" {
+		fmt.Fprintf(tw, "\tplugin config: %s\n", cfg)
+	}
+	done := s.Done()
+	fmt.Fprintf(tw, "done\t%d of %d schedules (%s)\n", done, s.Total, share(done, s.Total))
+	n := s.Counts()
+	fmt.Fprintf(tw, "verdicts\tpass %d, fail %d, flaky %d, incomplete %d, error %d\n", n.Pass, n.Fail, n.Flaky, n.Incomplete, n.Error)
+	if ds := s.Durations(); len(ds) > 0 {
+		fmt.Fprintf(tw, "time\tmedian %v, p90 %v per schedule\n",
+			Percentile(ds, 0.5).Round(time.Millisecond), Percentile(ds, 0.9).Round(time.Millisecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	np := s.NotPassed()
+	if len(np) == 0 {
+		_, err := fmt.Fprintf(w, "\nevery schedule with a verdict passed\n")
+		return err
+	}
+	fmt.Fprintf(w, "\n%d %s did not pass:\n", len(np), plural(len(np), "schedule", "schedules"))
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tVERDICT\tREPLAYED\tSHRUNK TO\tDETAIL")
+	for _, r := range np {
+		replayed, shrunk := "-", "-"
+		if rep, ok := s.Reproductions[r.ID]; ok {
+			replayed = rep.Rate()
+		}
+		if sh, ok := s.Shrunk[r.ID]; ok {
+			shrunk = fmt.Sprintf("%s (%d steps, %s)", sh.Smallest.ID, sh.Smallest.Steps, sh.Rate())
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, s.Label(r), replayed, shrunk, OneLine(r.Detail))
+	}
+	return tw.Flush()
+}
+
+// OneLine joins the lines of text with "; ", for a column.
+func OneLine(text string) string {
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
+}
+
+func share(n int, total uint64) string {
+	if total == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
