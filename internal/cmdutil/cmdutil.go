@@ -3,8 +3,13 @@
 package cmdutil
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 )
 
 // Exit statuses. 2 is a usage error, as Go's flag package uses it.
@@ -48,4 +53,21 @@ func Code(err error) int {
 		return e.Code
 	}
 	return ExitFailed
+}
+
+// Interruptible returns ctx (Background when nil) ended by Ctrl-C or SIGTERM, so that a command
+// that runs clusters tears them down on either; call stop when done.
+func Interruptible(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// Stderr returns w, or os.Stderr when w is nil.
+func Stderr(w io.Writer) io.Writer {
+	if w == nil {
+		return os.Stderr
+	}
+	return w
 }

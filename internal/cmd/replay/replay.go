@@ -6,10 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,16 +77,9 @@ func Run(opts *Options) error {
 	if opts.Repeat < 1 {
 		return cmdutil.Usagef("--repeat must be at least 1, got %d", opts.Repeat)
 	}
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdutil.Interruptible(opts.Context)
 	defer stop()
-	errOut := opts.ErrOut
-	if errOut == nil {
-		errOut = os.Stderr
-	}
+	errOut := cmdutil.Stderr(opts.ErrOut)
 
 	t, err := Find(opts.Dir, opts.ID)
 	if err != nil {

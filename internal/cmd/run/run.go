@@ -11,11 +11,9 @@ import (
 	"io"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -141,16 +139,9 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 
 // Run runs the schedules opts select and prints the summary line.
 func Run(opts *Options) error {
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdutil.Interruptible(opts.Context)
 	defer stop()
-	errOut := opts.ErrOut
-	if errOut == nil {
-		errOut = os.Stderr
-	}
+	errOut := cmdutil.Stderr(opts.ErrOut)
 
 	cfg, err := loadConfig(opts)
 	if err != nil {

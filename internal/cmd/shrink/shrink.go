@@ -7,10 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -100,16 +97,9 @@ func Run(opts *Options) error {
 	if opts.MaxTries < 1 {
 		return cmdutil.Usagef("--max-tries must be at least 1, got %d", opts.MaxTries)
 	}
-	ctx := opts.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmdutil.Interruptible(opts.Context)
 	defer stop()
-	errOut := opts.ErrOut
-	if errOut == nil {
-		errOut = os.Stderr
-	}
+	errOut := cmdutil.Stderr(opts.ErrOut)
 	out := opts.Out
 
 	t, err := replay.Find(opts.Dir, opts.ID)
