@@ -27,6 +27,9 @@ import (
 // Handshake is the go-plugin handshake between modulo and its plugins. The cookie only tells a
 // plugin binary that it was started by modulo; the protocol version makes modulo refuse a
 // plugin built for another version of this protocol.
+// PluginPrefix begins the name of every plugin binary: modulo-plugin-<name>.
+const PluginPrefix = "modulo-plugin-"
+
 var Handshake = plugin.HandshakeConfig{
 	ProtocolVersion:  ProtocolVersion,
 	MagicCookieKey:   "MODULO_PLUGIN",

@@ -31,13 +31,7 @@ func buildRedisPlugin(t *testing.T) string {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, run.PluginPrefix+"redis"), "./plugins/redis")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./plugins/redis: %v\n%s", err, out)
-	}
-	return dir
+	return plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
 }
 
 // writeSchedules writes every schedule of drm with ops and replicas to a file in dir.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -60,6 +61,18 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		}
 	})
 	return c
+}
+
+// BuildPlugin builds the Go package pkg (an import path) as cem.PluginPrefix+name in a directory
+// of t's and returns the directory, for tests that launch a plugin as modulo run does.
+func BuildPlugin(t testing.TB, name, pkg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cem.PluginPrefix+name), pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return dir
 }
 
 // FreePorts returns the first of n consecutive ports on 127.0.0.1, below the ephemeral range,

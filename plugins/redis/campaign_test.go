@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,11 +27,7 @@ func TestPaperPresetCampaigns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 134 schedules on real servers")
 	}
-	pluginDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginDir, run.PluginPrefix+"redis"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	pluginDir := plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
 	tests := []struct {
 		drm    string
 		ops, n int

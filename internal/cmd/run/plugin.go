@@ -17,9 +17,6 @@ import (
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
 
-// PluginPrefix begins the name of every plugin binary: modulo-plugin-<name>.
-const PluginPrefix = "modulo-plugin-"
-
 // probeTimeout bounds starting a plugin and asking it to describe itself: a plugin answers in
 // milliseconds, a server binary's --version in well under a second.
 const probeTimeout = 30 * time.Second
@@ -27,7 +24,7 @@ const probeTimeout = 30 * time.Second
 // findPlugin returns the path of plugin binary modulo-plugin-<name>, looked up in dir (when
 // set), then in the directory of the modulo executable, then on $PATH.
 func findPlugin(name, dir string) (string, error) {
-	bin := PluginPrefix + name
+	bin := cem.PluginPrefix + name
 	var where []string
 	var dirs []string
 	if dir != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -171,13 +170,7 @@ func TestVerdictError(t *testing.T) {
 // in one key, spec.port (each holds its own port), so every schedule fails through it.
 func buildTestPlugin(t *testing.T, name string) string {
 	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, PluginPrefix+name),
-		"github.com/modulo-testing/modulo/cem/internal/testplugin").CombinedOutput()
-	if err != nil {
-		t.Fatalf("build the test plugin: %v\n%s", err, out)
-	}
-	return dir
+	return plugintest.BuildPlugin(t, name, "github.com/modulo-testing/modulo/cem/internal/testplugin")
 }
 
 func TestRunThroughPluginProcess(t *testing.T) {
