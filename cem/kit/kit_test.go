@@ -60,15 +60,18 @@ func (quorumConfigSystem) Leader(context.Context, *kit.Cluster, []*kit.Replica) 
 	return nil, "", errors.New("quorumConfigSystem has no leader")
 }
 
-// exitingSystem's servers are real processes that exit at once, after printing a line that
-// Prepare wrote for the whole cluster.
+// exitingSystem's first server is a real process that exits at once, after printing a line
+// that Prepare wrote for the whole cluster; the others wait, so which one exits is certain.
 type exitingSystem struct{ quorumConfigSystem }
 
 func (exitingSystem) Prepare(_ context.Context, c *kit.Cluster) error {
 	return os.WriteFile(filepath.Join(c.Spec.Dir, "motd"), []byte("no quorum today\n"), 0o644)
 }
 
-func (exitingSystem) Command(c *kit.Cluster, _ *kit.Replica) (kit.Command, error) {
+func (exitingSystem) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	if r.Index != 0 {
+		return kit.Command{Path: "/bin/sleep", Args: []string{"60"}}, nil
+	}
 	return kit.Command{Path: "/bin/sh", Args: []string{"-c", "cat " + filepath.Join(c.Spec.Dir, "motd") + " >&2; exit 3"}}, nil
 }
 
