@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
 )
 
 // JVM start-up is most of what a replica's restart costs. An AppCDS archive maps the classes a
@@ -60,31 +61,31 @@ func archiveKey(in *install, flags []string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
-// prepareCDS returns the flags that start a replica with the AppCDS archive, making the
-// archive first when there is none. When making it fails, replicas start without one, slower
+// prepareCDS returns the flags that start a server with the AppCDS archive, making the
+// archive first when there is none. When making it fails, servers start without one, slower
 // but otherwise alike; the failure is logged.
-func (c *cluster) prepareCDS(ctx context.Context) []string {
-	if !*c.cfg.ClassDataSharing {
+func (s *system) prepareCDS(ctx context.Context, c *kit.Cluster) []string {
+	if !*s.cfg.ClassDataSharing {
 		return nil
 	}
-	archive, err := c.ensureArchive(ctx)
+	archive, err := s.ensureArchive(ctx, c)
 	if err != nil {
-		hclog.L().Warn("zookeeper: starting replicas without an AppCDS archive", "error", err)
+		hclog.L().Warn("zookeeper: starting servers without an AppCDS archive", "error", err)
 		return nil
 	}
 	return []string{"-XX:SharedArchiveFile=" + archive}
 }
 
-func (c *cluster) ensureArchive(ctx context.Context) (string, error) {
-	dir, err := c.cfg.cacheDir()
+func (s *system) ensureArchive(ctx context.Context, c *kit.Cluster) (string, error) {
+	dir, err := s.cfg.cacheDir()
 	if err != nil {
 		return "", err
 	}
-	key, err := archiveKey(c.install, c.cfg.JVMFlags)
+	key, err := archiveKey(s.in, s.cfg.JVMFlags)
 	if err != nil {
 		return "", fmt.Errorf("AppCDS archive: %w", err)
 	}
-	archive := filepath.Join(dir, "zookeeper-"+c.install.version+"-"+key+".jsa")
+	archive := filepath.Join(dir, "zookeeper-"+s.in.version+"-"+key+".jsa")
 	if _, err := os.Stat(archive); err == nil {
 		return archive, nil
 	}
@@ -104,7 +105,7 @@ func (c *cluster) ensureArchive(ctx context.Context) (string, error) {
 	}
 	tmp := fmt.Sprintf("%s.%d.tmp", archive, os.Getpid())
 	defer os.Remove(tmp)
-	if err := c.trainCDS(ctx, tmp); err != nil {
+	if err := s.trainCDS(ctx, c, tmp); err != nil {
 		return "", fmt.Errorf("AppCDS archive: training run: %w", err)
 	}
 	if err := os.Rename(tmp, archive); err != nil {
@@ -134,78 +135,77 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	return func() { f.Close() }, nil // closing the file releases the lock
 }
 
-// trainCDS runs a throw-away ensemble of the cluster's size on the cluster's own ports, in a
-// directory of its own, with replica 0 recording the classes it loads into archive: it starts,
-// takes part in an election, syncs with its leader, serves writes, reads, syncs and
-// four-letter words, and then exits on SIGTERM, which writes the archive.
-func (c *cluster) trainCDS(ctx context.Context, archive string) error {
-	dir := filepath.Join(c.spec.Dir, "cds-training")
+// trainCDS runs a throw-away ensemble of the cluster's size on the cluster's own ports (no
+// server of the cluster runs yet), in a directory of its own, with its first server recording
+// the classes it loads into archive: it starts, takes part in an election, syncs with its
+// leader, serves writes, reads, syncs and four-letter words, and then exits on SIGTERM, which
+// writes the archive.
+func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) error {
+	dir := filepath.Join(c.Spec.Dir, "cds-training")
 	defer os.RemoveAll(dir)
-	train := &cluster{
-		spec: c.spec, cfg: c.cfg, install: c.install, log4jFile: c.log4jFile,
-		timeout: cdsTrainingTimeout,
+	var train []*kit.Replica
+	for _, r := range c.Replicas {
+		train = append(train, &kit.Replica{Index: r.Index, Name: r.Name, Dir: filepath.Join(dir, r.Name), Ports: r.Ports})
 	}
-	for i := range c.spec.Replicas {
-		train.replicas = append(train.replicas, newReplica(dir, i, c.spec.BasePort))
-	}
-	defer train.killAll(context.Background())
-	recorder := train.replicas[0]
-	for _, r := range train.replicas {
-		if err := r.prepare(&train.cfg, train.replicas); err != nil {
+	var procs []*cem.Process
+	defer func() {
+		for _, p := range procs {
+			_ = p.Kill(context.Background()) // best effort: the cluster's teardown sweeps its directory
+		}
+	}()
+	for i, r := range train {
+		if err := writeServerFiles(&s.cfg, r, train); err != nil {
 			return err
 		}
-		extra := []string(nil)
-		if r == recorder {
-			extra = []string{"-XX:ArchiveClassesAtExit=" + archive}
+		var record []string
+		if i == 0 {
+			record = []string{"-XX:ArchiveClassesAtExit=" + archive}
 		}
-		p, err := cem.StartProcess(cem.ProcessSpec{
-			Name: r.name, Dir: r.dir, Path: c.install.java,
-			Args: javaArgs(&train.cfg, c.install, c.log4jFile, r.configPath(), extra),
-		})
+		p, err := cem.StartProcess(cem.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: s.in.java, Args: s.javaArgs(r, record)})
 		if err != nil {
 			return err
 		}
-		r.proc = p
+		procs = append(procs, p)
 	}
-	online := train.replicas
-	if _, err := train.awaitSynced(ctx, -1, online, nil, true, nil); err != nil {
-		return err
-	}
-	s, err := openSession(ctx, recorder.clientAddr())
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	for _, p := range []string{"/modulo", "/modulo/training"} {
-		if err := s.create(ctx, p, []byte("training")); err != nil {
-			return err
+	caughtUp := func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if !p.Running() {
+				return false, fmt.Errorf("%s exited; see %s", p.Name, p.LogPath)
+			}
 		}
+		ok, _, err := s.CaughtUp(ctx, c, train)
+		return ok, err
 	}
-	if err := s.sync(ctx, "/modulo"); err != nil {
+	if err := cem.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up", caughtUp); err != nil {
 		return err
 	}
-	if _, err := s.readChildren(ctx, "/modulo"); err != nil {
+	recorder := train[0]
+	if err := s.Write(ctx, recorder, "training", "training"); err != nil {
 		return err
 	}
-	if _, err := train.awaitSynced(ctx, -1, online, nil, false, nil); err != nil {
+	if _, err := s.ReadAll(ctx, recorder); err != nil {
 		return err
 	}
-	if _, err := mntr(ctx, recorder.clientAddr()); err != nil {
+	if err := cem.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up after a write", caughtUp); err != nil {
+		return err
+	}
+	if _, err := mntr(ctx, recorder.Addr(0)); err != nil {
 		return err
 	}
 	// SIGTERM makes the JVM exit through its shutdown sequence, which writes the archive;
 	// SIGKILL would not.
-	if err := syscall.Kill(recorder.proc.Pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("SIGTERM %s: %w", recorder.name, err)
+	p := procs[0]
+	if err := syscall.Kill(p.Pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("SIGTERM %s: %w", p.Name, err)
 	}
 	exitCtx, cancel := context.WithTimeout(ctx, cdsExitTimeout)
 	defer cancel()
-	_ = recorder.proc.Wait(exitCtx) // it exits with 143, the status of SIGTERM
-	if recorder.proc.Running() {
-		return fmt.Errorf("%s did not exit within %v of SIGTERM", recorder.name, cdsExitTimeout)
+	_ = p.Wait(exitCtx) // it exits with 143, the status of SIGTERM
+	if p.Running() {
+		return fmt.Errorf("%s did not exit within %v of SIGTERM", p.Name, cdsExitTimeout)
 	}
 	if fi, err := os.Stat(archive); err != nil || fi.Size() == 0 {
-		return fmt.Errorf("%s exited without writing %s; see %s", recorder.name, archive, recorder.proc.LogPath)
+		return fmt.Errorf("%s exited without writing %s; see %s", p.Name, archive, p.LogPath)
 	}
 	return nil
 }

@@ -5,11 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // Config is the plugin's section ([zookeeper]) of the modulo configuration. Every field is
@@ -59,15 +54,7 @@ type Config struct {
 	// writes survive in the page cache; only a power failure would lose them, which Q/C/Z does
 	// not model. It costs nothing measurable here, so the default keeps ZooKeeper's own.
 	ForceSync *bool `toml:"force_sync"`
-
-	// BreakRealisation is for testing the oracle only: "standalone-replica" brings one
-	// recovering replica of the schedule's last step back as a standalone server on a copy of
-	// its old data directory, so that its data stays different. Never set it to test a system.
-	BreakRealisation string `toml:"break_realisation"`
 }
-
-// breakStandalone is the one value BreakRealisation knows.
-const breakStandalone = "standalone-replica"
 
 // DefaultConfig returns the settings used for every key the section leaves out. What the
 // defaults trade away, for speed on loopback:
@@ -81,7 +68,8 @@ const breakStandalone = "standalone-replica"
 //     init_limit is also what ZooKeeper 3.8 loses whenever a follower acknowledges a DIFF
 //     proposal before NEWLEADER (ZOOKEEPER-4685): the leader then waits out init_limit before
 //     it gives up and a new election starts. sync_limit also bounds how long a leader keeps its
-//     quorum while its followers are suspended, which minority writes rely on (see diverge).
+//     quorum while its followers are suspended, which minority writes rely on: the kit
+//     suspends the replicas that must miss such a write.
 //   - min/max_notification_interval_ms = 50/1000 (ZooKeeper: 200/60000): elections resend votes
 //     sooner and never back off beyond a second; more election traffic, which only matters with
 //     many servers.
@@ -116,22 +104,8 @@ func DefaultConfig() Config {
 	}
 }
 
-// parseConfig decodes the plugin's TOML section over the defaults and checks every value; an
-// unknown key is an error that names it.
-func parseConfig(data []byte) (Config, error) {
-	c := DefaultConfig()
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		return c, fmt.Errorf("zookeeper config: %w", err)
-	}
-	if keys := md.Undecoded(); len(keys) > 0 {
-		names := make([]string, len(keys))
-		for i, k := range keys {
-			names[i] = strconv.Quote(k.String())
-		}
-		sort.Strings(names)
-		return c, fmt.Errorf("zookeeper config: unknown key %s", strings.Join(names, ", "))
-	}
+// check checks every value after decoding; its error is one line, the kit names the section.
+func (c *Config) check() error {
 	var errs []error
 	positive := func(key string, v int) {
 		if v < 1 {
@@ -155,18 +129,15 @@ func parseConfig(data []byte) (Config, error) {
 	if c.JarDir == "" {
 		errs = append(errs, errors.New("jar_dir must not be empty"))
 	}
-	if c.BreakRealisation != "" && c.BreakRealisation != breakStandalone {
-		errs = append(errs, fmt.Errorf("break_realisation must be %q or unset, got %q", breakStandalone, c.BreakRealisation))
-	}
 	if len(errs) > 0 {
 		// One line: the first problem, and how many more there are.
 		msg := errs[0].Error()
 		if len(errs) > 1 {
 			msg += fmt.Sprintf(" (and %d more problems)", len(errs)-1)
 		}
-		return c, errors.New("zookeeper config: " + msg)
+		return errors.New(msg)
 	}
-	return c, nil
+	return nil
 }
 
 // cacheDir is where the AppCDS archives live.
@@ -176,7 +147,7 @@ func (c *Config) cacheDir() (string, error) {
 	}
 	base, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("zookeeper: no cache directory for the AppCDS archive (set cache_dir): %w", err)
+		return "", fmt.Errorf("no cache directory for the AppCDS archive (set cache_dir): %w", err)
 	}
 	return filepath.Join(base, "modulo"), nil
 }

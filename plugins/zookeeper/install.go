@@ -35,7 +35,7 @@ const zkPomProperties = "META-INF/maven/org.apache.zookeeper/zookeeper/pom.prope
 func findInstall(c *Config) (*install, error) {
 	java, err := exec.LookPath(c.Java)
 	if err != nil {
-		return nil, fmt.Errorf("zookeeper: java binary %q not found", c.Java)
+		return nil, fmt.Errorf("java binary %q not found", c.Java)
 	}
 	zkJar := filepath.Join(c.JarDir, "zookeeper.jar")
 	manifest, version, err := readJar(zkJar)
@@ -51,14 +51,14 @@ func findInstall(c *Config) (*install, error) {
 		// replica does not use (Debian's manifest names jline.jar, for the CLI, which Debian
 		// does not ship): only the server's own dependencies must be there.
 		if _, err := os.Stat(dep); err != nil && slices.Contains(serverDeps, filepath.Base(dep)) {
-			return nil, fmt.Errorf("zookeeper: %s, which %s needs, not found", dep, zkJar)
+			return nil, fmt.Errorf("%s, which %s needs, not found", dep, zkJar)
 		}
 		in.deps = append(in.deps, dep)
 	}
 	for _, name := range loggingJars {
 		p := filepath.Join(c.JarDir, name)
 		if _, err := os.Stat(p); err != nil {
-			return nil, fmt.Errorf("zookeeper: logging jar %s not found", p)
+			return nil, fmt.Errorf("logging jar %s not found", p)
 		}
 		in.classpath = append(in.classpath, p)
 	}
@@ -69,10 +69,10 @@ func findInstall(c *Config) (*install, error) {
 func readJar(path string) (manifest, version string, err error) {
 	zr, err := zip.OpenReader(path)
 	if os.IsNotExist(err) {
-		return "", "", fmt.Errorf("zookeeper: ZooKeeper jar %s not found", path)
+		return "", "", fmt.Errorf("ZooKeeper jar %s not found", path)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("zookeeper: read %s: %w", path, err)
+		return "", "", fmt.Errorf("read %s: %w", path, err)
 	}
 	defer zr.Close()
 	read := func(name string) (string, error) {
@@ -85,7 +85,7 @@ func readJar(path string) (manifest, version string, err error) {
 		return string(b), err
 	}
 	if manifest, err = read("META-INF/MANIFEST.MF"); err != nil {
-		return "", "", fmt.Errorf("zookeeper: %s has no manifest: %w", path, err)
+		return "", "", fmt.Errorf("%s has no manifest: %w", path, err)
 	}
 	if pom, err := read(zkPomProperties); err == nil {
 		version = propertyValue(pom, "version")
@@ -94,7 +94,7 @@ func readJar(path string) (manifest, version string, err error) {
 		version = manifestValue(manifest, "Implementation-Version")
 	}
 	if version == "" {
-		return "", "", fmt.Errorf("zookeeper: %s records no version: is it ZooKeeper's jar?", path)
+		return "", "", fmt.Errorf("%s records no version: is it ZooKeeper's jar?", path)
 	}
 	return manifest, version, nil
 }

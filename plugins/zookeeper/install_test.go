@@ -52,9 +52,9 @@ func TestFindInstallErrors(t *testing.T) {
 		cfg  func(c *Config)
 		want string
 	}{
-		{"no java", func(c *Config) { c.Java = "/nonexistent/java" }, `zookeeper: java binary "/nonexistent/java" not found`},
-		{"no jar", func(c *Config) { c.JarDir = empty }, "zookeeper: ZooKeeper jar " + empty + "/zookeeper.jar not found"},
-		{"no logging jar", func(c *Config) { c.JarDir = noLogging }, "zookeeper: logging jar " + noLogging + "/slf4j-log4j12.jar not found"},
+		{"no java", func(c *Config) { c.Java = "/nonexistent/java" }, `java binary "/nonexistent/java" not found`},
+		{"no jar", func(c *Config) { c.JarDir = empty }, "ZooKeeper jar " + empty + "/zookeeper.jar not found"},
+		{"no logging jar", func(c *Config) { c.JarDir = noLogging }, "logging jar " + noLogging + "/slf4j-log4j12.jar not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,117 @@
 // Command modulo-plugin-zookeeper is modulo's plugin for ZooKeeper: it realises the Q/C/Z DRM
-// on an ensemble of Debian's ZooKeeper servers, each a JVM of its own on 127.0.0.1.
+// on an ensemble of Debian's ZooKeeper servers, each a JVM of its own on 127.0.0.1. It is built
+// from package kit: it says how to start a server, write and read znodes through a session with
+// one server, find the leader and tell whether the ensemble has caught up (four-letter words),
+// and whether a write is in a server's transaction log on disk; the kit does the rest.
 //
 // Build it as modulo-plugin-zookeeper (go build -o bin/modulo-plugin-zookeeper
 // ./plugins/zookeeper); modulo starts it, and it refuses to run by hand.
 package main
 
-import "github.com/modulo-testing/modulo/cem"
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
-func main() { cem.Serve(NewPlugin()) }
+	"github.com/modulo-testing/modulo/cem/kit"
+)
+
+// about: each replica has a client, a quorum (follower to leader) and an election port.
+var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz"}, PortsPerReplica: 3}
+
+func main() { kit.Serve(about, &system{}) }
+
+// system is how the kit runs and talks to one ZooKeeper server.
+type system struct {
+	cfg       Config
+	in        *install // found by Prepare
+	log4jFile string   // the cluster's log4j.properties
+	cdsFlags  []string // start servers with the AppCDS archive
+}
+
+func (s *system) Configure(decode func(any) error) error {
+	s.cfg = DefaultConfig()
+	if err := decode(&s.cfg); err != nil {
+		return err
+	}
+	return s.cfg.check()
+}
+
+// Version reads ZooKeeper's version from zookeeper.jar, without starting a JVM.
+func (s *system) Version(context.Context) (string, error) {
+	in, err := findInstall(&s.cfg)
+	if err != nil {
+		return "", err
+	}
+	return in.version, nil
+}
+
+// Prepare finds java and the jars, writes the cluster's log4j.properties, makes the AppCDS
+// archive when there is none, and writes every server's zoo.cfg and myid.
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
+	in, err := findInstall(&s.cfg)
+	if err != nil {
+		return err
+	}
+	s.in = in
+	s.log4jFile = filepath.Join(c.Spec.Dir, "log4j.properties")
+	if err := os.WriteFile(s.log4jFile, []byte(log4jProperties), 0o644); err != nil {
+		return err
+	}
+	s.cdsFlags = s.prepareCDS(ctx, c)
+	for _, r := range c.Replicas {
+		if err := writeServerFiles(&s.cfg, r, c.Replicas); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Command runs the server from its zoo.cfg; on a restart it recovers from its data directory.
+func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	return kit.Command{Path: s.in.java, Args: s.javaArgs(r, s.cdsFlags)}, nil
+}
+
+// Write creates the znode "/"+key through a session with r alone: through the leader, the
+// answer comes once the write has committed. With local sessions (the default) the session
+// itself writes no transaction, so a write that reaches only a minority needs nothing else
+// to commit before it is sent.
+func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	sess, err := openSession(ctx, r.Addr(0))
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	return sess.create(ctx, "/"+key, []byte(value))
+}
+
+// ReadAll reads every top-level znode but ZooKeeper's own, through a session with r alone,
+// after a sync.
+func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
+	sess, err := openSession(ctx, r.Addr(0))
+	if err != nil {
+		return nil, err
+	}
+	defer sess.close()
+	if err := sess.sync(ctx, "/"); err != nil {
+		return nil, err
+	}
+	return sess.readTop(ctx)
+}
+
+// Logged tells whether r's transaction log on disk holds the create of key with value,
+// committed or not: what a restart recovers.
+func (s *system) Logged(_ context.Context, r *kit.Replica, key, value string) (bool, error) {
+	return findWrite(dataDir(r), "/"+key, []byte(value))
+}
+
+// Holds confirms a committed write in r's log too: the kit crashes every server at the end of
+// a divergence, and what counts is what r's disk holds, not its data tree in memory.
+func (s *system) Holds(ctx context.Context, r *kit.Replica, key, value string) (bool, string, error) {
+	ok, err := s.Logged(ctx, r, key, value)
+	if ok || err != nil {
+		return ok, "", err
+	}
+	return false, fmt.Sprintf("no create of /%s in its txn log", key), nil
+}

@@ -82,17 +82,6 @@ func (s *session) create(ctx context.Context, path string, data []byte) error {
 	})
 }
 
-// createAsync sends the create and returns at once; the result arrives on the channel, when
-// the write commits or, for a write that cannot commit, when the session closes.
-func (s *session) createAsync(path string, data []byte) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.conn.Create(path, data, 0, zk.WorldACL(zk.PermAll))
-		done <- err
-	}()
-	return done
-}
-
 // sync makes the replica catch up with the leader, so that reads after it see every write the
 // leader had committed when it answered.
 func (s *session) sync(ctx context.Context, path string) error {
@@ -102,25 +91,24 @@ func (s *session) sync(ctx context.Context, path string) error {
 	})
 }
 
-// readChildren returns the data of every child of parent, by child name; a replica without
-// parent has none.
-func (s *session) readChildren(ctx context.Context, parent string) (map[string]string, error) {
+// readTop returns the data of every top-level znode but ZooKeeper's own subtree, by name.
+func (s *session) readTop(ctx context.Context) (map[string]string, error) {
 	data := map[string]string{}
-	err := s.do(ctx, "read "+parent, func() error {
-		names, _, err := s.conn.Children(parent)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
+	err := s.do(ctx, "read /", func() error {
+		names, _, err := s.conn.Children("/")
 		if err != nil {
 			return err
 		}
 		for _, name := range names {
-			b, _, err := s.conn.Get(parent + "/" + name)
+			if name == "zookeeper" {
+				continue
+			}
+			b, _, err := s.conn.Get("/" + name)
 			if errors.Is(err, zk.ErrNoNode) {
 				continue // deleted meanwhile; nothing deletes, but it is not a read error
 			}
 			if err != nil {
-				return fmt.Errorf("get %s/%s: %w", parent, name, err)
+				return fmt.Errorf("get /%s: %w", name, err)
 			}
 			data[name] = string(b)
 		}

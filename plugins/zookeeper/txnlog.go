@@ -206,19 +206,18 @@ func readTxnLogs(dataDir string) ([]txnRecord, error) {
 	return all, nil
 }
 
-// findWrite returns the zxid of the transaction that created path with data in a replica's
-// logs, or false when its logs hold no such transaction.
-func findWrite(dataDir, path string, data []byte) (int64, bool, error) {
+// findWrite tells whether a replica's logs hold the transaction that created path with data.
+func findWrite(dataDir, path string, data []byte) (bool, error) {
 	recs, err := readTxnLogs(dataDir)
 	if err != nil {
-		return 0, false, err
+		return false, err
 	}
 	for _, r := range recs {
 		if r.Path == path && string(r.Data) == string(data) && r.Type != opSetData {
-			return r.Zxid, true, nil
+			return true, nil
 		}
 	}
-	return 0, false, nil
+	return false, nil
 }
 
 // lastZxidOnDisk is the highest zxid a replica's data directory holds, in its logs or as the

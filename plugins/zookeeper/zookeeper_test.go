@@ -1,0 +1,279 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// These tests drive real ZooKeeper ensembles (Debian's, from /usr/share/java).
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	// No test may leave a JVM behind, whatever it did.
+	if out, err := exec.Command("pgrep", "-af", "QuorumPeerMain").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
+		fmt.Fprintf(os.Stderr, "ZooKeeper JVMs left running after the tests:\n%s", out)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// TestConformance runs modulo's conformance suite on real ensembles: in process, and through
+// the plugin binary as modulo runs it.
+func TestConformance(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qcz",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}
+
+// TestSchedules runs Q/C/Z schedules, which ZooKeeper 3.8 is expected to converge, and checks
+// after every divergence, in the servers' transaction logs, that each write reached exactly the
+// replicas the transition says.
+func TestSchedules(t *testing.T) {
+	tests := []struct {
+		name     string
+		ops, n   int
+		pick     func(i int, sc schedules.Schedule) bool
+		want     int
+		minority bool // some write of the picked schedules reaches only a minority
+	}{
+		{"ops1 all", 1, 3, func(int, schedules.Schedule) bool { return true }, 6, true},
+		{"ops2 every eighth", 2, 3, func(i int, _ schedules.Schedule) bool { return i%8 == 0 }, 10, true},
+		// The write reaches the leader and a follower, a minority of four: the follower's log
+		// must hold it too.
+		{"ops1 n4 minority follower", 1, 4, func(_ int, sc schedules.Schedule) bool { return sc.Steps[0].String() == "D[0,0,1,1]" }, 3, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var picked []schedules.Schedule
+			minority := false
+			for i, sc := range qczSchedules(t, tt.ops, tt.n) {
+				if tt.pick(i, sc) {
+					picked = append(picked, sc)
+					minority = minority || hasMinorityWrite(sc, tt.n)
+				}
+			}
+			if len(picked) != tt.want || minority != tt.minority {
+				t.Fatalf("picked %d schedules (minority writes: %v), want %d (%v)", len(picked), minority, tt.want, tt.minority)
+			}
+			for _, sc := range picked {
+				t.Run(sc.ID, func(t *testing.T) {
+					_, snap := run(t, sc, aem.Params{Ops: tt.ops, Replicas: tt.n}, checkDivergence)
+					if d := executor.Compare(snap); !d.Converged() {
+						t.Errorf("%s: the replicas differ: %s", schedules.Body(sc.Steps), d.Line())
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestVersion: the version read from zookeeper.jar is the one the running server reports.
+func TestVersion(t *testing.T) {
+	p := kit.New(about, &system{})
+	info, err := p.Info(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testSpec(t, aem.Params{Ops: 1, Replicas: 3}, "version", nil)
+	start(t, p, spec)
+	reply, err := fourLetter(context.Background(), "127.0.0.1:"+strconv.Itoa(spec.BasePort), "srvr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(reply, "Zookeeper version: "+info.ServerVersion+"-") {
+		t.Errorf("ServerVersion %q, but the server says %q", info.ServerVersion, firstLineOf(reply))
+	}
+}
+
+// TestPluginDeathEndsServers: when the plugin process dies with a cluster running, its JVMs
+// die with it.
+func TestPluginDeathEndsServers(t *testing.T) {
+	ctx := context.Background()
+	c, err := cem.Launch(ctx, plugintest.Build(t, "."), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec := testSpec(t, aem.Params{Ops: 1, Replicas: 3}, "death", nil)
+	if err := c.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cem.KillLeftovers(spec.Dir); err != nil {
+			t.Error(err)
+		}
+	}()
+	jvms := func() []string {
+		out, _ := exec.Command("pgrep", "-f", "QuorumPeerMain "+spec.Dir).Output() // exit 1: none
+		return strings.Fields(string(out))
+	}
+	if n := len(jvms()); n != 3 {
+		t.Fatalf("%d JVMs running, want 3", n)
+	}
+	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err = cem.WaitFor(ctx, 5*time.Second, "JVMs to die with the plugin", func(context.Context) (bool, error) {
+		return len(jvms()) == 0, nil
+	})
+	if err != nil {
+		t.Error(err, jvms())
+	}
+}
+
+// testSpec is a Q/C/Z cluster spec for a test: a fresh directory and free ports.
+func testSpec(t testing.TB, p aem.Params, id string, config []byte) cem.ClusterSpec {
+	t.Helper()
+	return cem.ClusterSpec{
+		DRM: "qcz", Ops: p.Ops, Replicas: p.Replicas,
+		Dir:         t.TempDir(),
+		BasePort:    plugintest.FreePorts(t, p.Replicas*about.PortsPerReplica),
+		ScheduleID:  id,
+		Config:      config,
+		StepTimeout: 30 * time.Second,
+	}
+}
+
+// start starts p's cluster and tears it down when the test ends, whatever happens.
+func start(t testing.TB, p cem.CEM, spec cem.ClusterSpec) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := p.Teardown(context.Background()); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+	})
+	if err := p.Start(context.Background(), spec); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+}
+
+// afterStep checks what step i (tr) did, knowing which server realises each abstract replica.
+type afterStep func(t testing.TB, spec cem.ClusterSpec, i int, tr aem.Transition, servers []int)
+
+// run realises sc on a fresh cluster, calling check after every step when it is not nil, and
+// returns the plugin, with the cluster still up, and every replica's data.
+func run(t testing.TB, sc schedules.Schedule, params aem.Params, check afterStep) (cem.CEM, cem.Snapshot) {
+	t.Helper()
+	p := kit.New(about, &system{})
+	spec := testSpec(t, params, sc.ID, nil)
+	start(t, p, spec)
+	servers := make([]int, params.Replicas) // servers[a] realises abstract replica a
+	for a := range servers {
+		servers[a] = a
+	}
+	ctx := context.Background()
+	for i, tr := range sc.Steps {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		if err != nil {
+			t.Fatalf("%s: step %d %s: %v", schedules.Body(sc.Steps), i+1, tr, err)
+		}
+		// An action about abstract replica a names its server first: "zookeeper-<i>: ...".
+		for _, a := range rep.Actions {
+			name, _, _ := strings.Cut(a.What, ": ")
+			if k, err := strconv.Atoi(strings.TrimPrefix(name, about.Name+"-")); err == nil && a.Replica >= 0 {
+				servers[a.Replica] = k
+			}
+		}
+		if check != nil {
+			check(t, spec, i, tr, servers)
+		}
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatalf("%s: read: %v", schedules.Body(sc.Steps), err)
+	}
+	return p, snap
+}
+
+// checkDivergence verifies, independently of the kit's own confirmation, what a divergence
+// left on the servers' disks: write j of step i is in the transaction log of exactly the
+// abstract replicas with Writes[a] >= j.
+func checkDivergence(t testing.TB, spec cem.ClusterSpec, i int, tr aem.Transition, servers []int) {
+	t.Helper()
+	if tr.Kind != aem.Divergence {
+		return
+	}
+	for a, w := range tr.Writes {
+		name := about.Name + "-" + strconv.Itoa(servers[a])
+		recs, err := readTxnLogs(filepath.Join(spec.Dir, name, "data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := 1; j <= tr.WriteCount(); j++ {
+			path := fmt.Sprintf("/k%d.%d", i+1, j)
+			found := false
+			for _, rec := range recs {
+				found = found || rec.Path == path
+			}
+			if want := w >= j; found != want {
+				t.Errorf("step %d %s: %s in the log of replica %d (%s): %v, want %v", i+1, tr, path, a, name, found, want)
+			}
+		}
+	}
+}
+
+// qczSchedules returns every Q/C/Z schedule for ops and n, in canonical order.
+func qczSchedules(t testing.TB, ops, n int) []schedules.Schedule {
+	t.Helper()
+	d, err := drms.Lookup("qcz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := schedules.Generate(&buf, d, aem.Params{Ops: ops, Replicas: n}, "test", 0); err != nil {
+		t.Fatal(err)
+	}
+	r, err := schedules.NewReader(&buf, "qcz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []schedules.Schedule
+	for {
+		sc, err := r.Next()
+		if err == io.EOF {
+			return all
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sc)
+	}
+}
+
+// hasMinorityWrite tells whether a schedule has a write that reaches fewer than a quorum.
+func hasMinorityWrite(sc schedules.Schedule, n int) bool {
+	for _, tr := range sc.Steps {
+		for j := 1; tr.Kind == aem.Divergence && j <= tr.WriteCount(); j++ {
+			k := 0
+			for _, w := range tr.Writes {
+				if w >= j {
+					k++
+				}
+			}
+			if k < n/2+1 {
+				return true
+			}
+		}
+	}
+	return false
+}
