@@ -81,7 +81,9 @@ type Config struct {
 //   - local_sessions = true (ZooKeeper: false): the plugin's sessions create no createSession or
 //     closeSession transactions, so the transaction logs hold exactly the schedule's writes and
 //     no session expiry commits a transaction in some later step. Global session handling is
-//     therefore not exercised.
+//     therefore not exercised. With false, a write that reaches only a minority cannot be
+//     realised: each write opens its session, whose createSession needs a quorum that the
+//     suspended replicas deny, so the step is not reached.
 //   - jvm_flags: a 128 MiB heap, the serial collector and the C1 compiler only start faster and
 //     use less memory; a large workload would run slower.
 func DefaultConfig() Config {

@@ -9,7 +9,8 @@ import (
 
 // testdata/log.100000001 is the start of a real transaction log of Debian's ZooKeeper 3.8.0,
 // cut 64 bytes into its zero padding: the leader of a three-replica ensemble created /modulo,
-// then /modulo/k1.1 while the other two replicas were suspended (a minority write).
+// then /modulo/k1.1 while the other two replicas were suspended (a minority write), as an
+// earlier version of the plugin laid its keys out.
 const fixtureLog = "testdata/log.100000001"
 
 var fixtureRecords = []struct {
