@@ -24,7 +24,9 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 )
 
@@ -133,6 +135,22 @@ type Linker interface {
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
 
+// LinkPolicy is implemented by a link system whose configuration changes two things the kit
+// does around the links; without it the kit waits nothing and probes. Both are read at every
+// cluster start, after Configure.
+type LinkPolicy interface {
+	// FailureWait is how long a divergence that broke a link between running servers waits
+	// before the next step: the one fixed wait, for state that a system drops only after a
+	// time (a replication backlog's time to live). It must be shorter than the step timeout.
+	FailureWait() time.Duration
+	// Probe tells whether the schedule's last convergence ends with one more write through the
+	// root of each replication tree, awaited on every replica of the tree: a link that a
+	// resync left broken while both sides report it healthy shows only when new writes flow
+	// over it. A replica the probe does not reach is recorded, not an error: the comparison of
+	// the replicas' data then reports it.
+	Probe() bool
+}
+
 // Snapshotter is implemented by a link system for S/CL/R's offline resyncs. CopySnapshot
 // replaces the data of the crashed replica to (which is down) with a fresh snapshot of the
 // running replica from, so that to's next start loads it.
@@ -167,6 +185,15 @@ func (c *Cluster) Record(r *Replica, format string, args ...any) {
 	c.p.act(r, format, args...)
 }
 
+// Root is the root of the tree that r's server belongs to in a link model, following the
+// links as the kit set them: r itself when it follows nobody.
+func (c *Cluster) Root(r *Replica) *Replica {
+	for k := 0; k < len(c.Replicas) && r.link != aem.NoSource; k++ {
+		r = c.Replicas[r.link]
+	}
+	return r
+}
+
 // Replica is one server of the cluster.
 type Replica struct {
 	Index int    // concrete index, 0..n-1, fixed for the cluster's life
@@ -189,6 +216,9 @@ func (r *Replica) Addr(k int) string { return net.JoinHostPort("127.0.0.1", strc
 func (r *Replica) LogPath() string { return filepath.Join(r.Dir, r.Name+".log") }
 
 func (r *Replica) String() string { return r.Name }
+
+// Suspended tells whether the kit has suspended r's server (SIGSTOP): it cannot answer.
+func (r *Replica) Suspended() bool { return r.suspended }
 
 // running tells whether the server is up (it may be suspended).
 func (r *Replica) running() bool { return r.proc != nil && r.proc.Running() }

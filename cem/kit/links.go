@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 )
 
 // linkEngine realises the link models, whose replicas replicate along explicit links; abstract
@@ -28,10 +30,12 @@ import (
 //     disconnected NONE replica keeps running; a primary that an OFFLINE_2 takes over from is
 //     suspended: it goes down without losing its process, as it is not crashed.
 type linkEngine struct {
-	p       *Plugin
-	l       Linker
-	snap    Snapshotter // S/CL/R only
-	variant aem.RedisVariant
+	p           *Plugin
+	l           Linker
+	snap        Snapshotter // S/CL/R only
+	variant     aem.RedisVariant
+	failureWait time.Duration // LinkPolicy
+	probe       bool          // LinkPolicy
 }
 
 func (e *linkEngine) reps() []*Replica { return e.p.c.Replicas }
@@ -82,7 +86,7 @@ func (e *linkEngine) check() error {
 			return fmt.Errorf("%s is online but its server is down or suspended", r.Name)
 		case e.variant == aem.CrashLink && s.Crashed[i] && r.running():
 			return fmt.Errorf("%s is crashed but its server runs", r.Name)
-		case r.running() && r.link != e.wantLink(s, i):
+		case r.running() && r.link != e.wantLink(s, i) && e.p.brk != BreakSkipRelink:
 			return fmt.Errorf("%s follows %d, the model wants %d", r.Name, r.link, e.wantLink(s, i))
 		}
 	}
@@ -91,8 +95,10 @@ func (e *linkEngine) check() error {
 
 // group is the root of replica a's replication tree in the model's links: the replicas the
 // model links must converge, whether or not the servers are linked as the model says.
-func (e *linkEngine) group(a int) int {
-	s := &e.p.state
+func (e *linkEngine) group(a int) int { return e.root(&e.p.state, a) }
+
+// root is the root of replica a's tree in s's links, as wantLink reads them.
+func (e *linkEngine) root(s *aem.State, a int) int {
 	for k := 0; k < len(s.Src) && e.wantLink(s, a) != aem.NoSource; k++ {
 		a = e.wantLink(s, a)
 	}
@@ -107,8 +113,17 @@ func (e *linkEngine) apply(ctx context.Context, t *aem.Transition, next *aem.Sta
 }
 
 // diverge realises D v: write j reaches exactly the replicas with v[i] >= j, and the replicas
-// with v[i] = j-1 fail just before it. Afterwards the failures the model marks are applied.
+// with v[i] = j-1 fail just before it. Afterwards the failures the model marks are applied,
+// and the failure wait is waited if a link is gone.
 func (e *linkEngine) diverge(ctx context.Context, t *aem.Transition) error {
+	before := e.links()
+	if err := e.fail(ctx, t); err != nil {
+		return err
+	}
+	return e.waitAfterFailures(ctx, before)
+}
+
+func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 	p := e.p
 	inLayout := func(i int) bool {
 		if t.Failures != nil {
@@ -156,6 +171,40 @@ func (e *linkEngine) diverge(ctx context.Context, t *aem.Transition) error {
 		}
 	}
 	return nil
+}
+
+// link is one replication link between running servers: replica follows source.
+type link struct{ replica, source int }
+
+// links lists the replication links between running servers.
+func (e *linkEngine) links() []link {
+	var ls []link
+	for i, r := range e.reps() {
+		if r.running() && r.link != aem.NoSource && e.reps()[r.link].running() {
+			ls = append(ls, link{i, r.link})
+		}
+	}
+	return ls
+}
+
+// waitAfterFailures waits the failure wait when a link of before is gone.
+func (e *linkEngine) waitAfterFailures(ctx context.Context, before []link) error {
+	if e.failureWait <= 0 {
+		return nil
+	}
+	after := e.links()
+	if !slices.ContainsFunc(before, func(l link) bool { return !slices.Contains(after, l) }) {
+		return nil
+	}
+	e.p.act(nil, "wait %v after the broken links (failure wait)", e.failureWait)
+	t := time.NewTimer(e.failureWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("failure wait: %w", ctx.Err())
+	}
 }
 
 // failBefore fails replica i just before write j, which it must not receive.
@@ -293,15 +342,52 @@ func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.
 			}
 		}
 	}
-	if err := e.relink(ctx, next); err != nil {
+	if err := e.relink(ctx, t, next); err != nil {
 		return err
 	}
-	return e.awaitConverged(ctx, next)
+	if err := e.awaitConverged(ctx, next); err != nil {
+		return err
+	}
+	if e.probe && len(e.p.model.Next(e.p.params, next, nil)) == 0 {
+		return e.probeTrees(ctx, next)
+	}
+	return nil
+}
+
+// probeTrees writes ProbeKey through the root of each of s's trees and waits for it on every
+// online replica of the tree. One that it does not reach within the step timeout is recorded
+// and left to the comparison.
+func (e *linkEngine) probeTrees(ctx context.Context, s *aem.State) error {
+	p := e.p
+	value := p.value(ProbeKey)
+	for root, r := range e.reps() {
+		if e.wantLink(s, root) != aem.NoSource || !s.On[root] {
+			continue
+		}
+		if err := p.write(ctx, r, ProbeKey, value); err != nil {
+			return err
+		}
+		for i, m := range e.reps() {
+			if i == root || !s.On[i] || e.root(s, i) != root {
+				continue
+			}
+			err := p.awaitHolds(ctx, m, ProbeKey, value)
+			if cem.IsNotReached(err) {
+				p.act(m, "probe: does not hold %s after %v (%v)", ProbeKey, p.c.Spec.StepTimeout, err)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("probe: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // relink makes every running server's link what the model wants in next: unlinks first, then
-// new links from the primaries down, each waited for before the next.
-func (e *linkEngine) relink(ctx context.Context, next *aem.State) error {
+// new links from the primaries down, each waited for before the next. With break_realisation
+// = "skip-relink" the replicas of t's group are not linked to their sources.
+func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.State) error {
 	for _, i := range e.linkOrder(next) {
 		r := e.reps()[i]
 		want := e.wantLink(next, i)
@@ -315,6 +401,10 @@ func (e *linkEngine) relink(ctx context.Context, next *aem.State) error {
 			if err := e.unfollow(ctx, r); err != nil {
 				return err
 			}
+			continue
+		}
+		if e.p.brk == BreakSkipRelink && slices.Contains(t.Group, i) {
+			e.p.act(r, "skipped: follow %s (%s = %q)", e.reps()[want].Name, BreakKey, BreakSkipRelink)
 			continue
 		}
 		if err := e.follow(ctx, r, e.reps()[want]); err != nil {

@@ -30,16 +30,22 @@ const DefaultStepTimeout = 30 * time.Second
 const teardownTimeout = 10 * time.Second
 
 // The kit's own configuration key, which every kit plugin accepts besides its system's keys.
+// Its values are for testing the oracle only; never set it to test a system.
 //
-// break_realisation = "leave-behind" is for testing the oracle only: after the schedule's last
-// step the kit writes ProbeKey to the whole cluster and waits until every replica holds it,
-// then leaves one replica behind, so that the executor must report it. A quorum model crashes
-// that replica, leaves it down (unreadable) and, when a quorum remains, writes BehindKey
-// without it; a link model unlinks a replica that follows another and writes BehindKey to the
-// root of its tree, which the model still links it to. Never set it to test a system.
+// break_realisation = "leave-behind": after the schedule's last step the kit writes ProbeKey
+// to the whole cluster and waits until every replica holds it, then leaves one replica behind,
+// so that the executor must report it. A quorum model crashes that replica, leaves it down
+// (unreadable) and, when a quorum remains, writes BehindKey without it; a link model unlinks a
+// replica that follows another and writes BehindKey to the root of its tree, which the model
+// still links it to.
+//
+// break_realisation = "skip-relink" (link models): no convergence links a recovering replica
+// to its source, so that schedules end with replicas of one tree that really differ, and a
+// shorter schedule can still show it (modulo shrink is tested with it).
 const (
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
+	BreakSkipRelink  = "skip-relink"
 	ProbeKey         = "modulo-probe"
 	BehindKey        = "modulo-behind"
 )
@@ -164,14 +170,15 @@ func (p *Plugin) configure(data []byte) (string, error) {
 			return "", errors.New(prefix + err.Error())
 		}
 	}
-	if own.Break != "" && own.Break != BreakLeaveBehind {
-		return "", fmt.Errorf("%s%s must be %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, own.Break)
+	if own.Break != "" && own.Break != BreakLeaveBehind && own.Break != BreakSkipRelink {
+		return "", fmt.Errorf("%s%s must be %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, own.Break)
 	}
 	return own.Break, nil
 }
 
-// newEngine picks the engine of d's model and checks that the system has what it needs.
-func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
+// newEngine picks the engine of d's model and checks that the system has what it needs, and
+// that its waits fit in the step timeout.
+func (p *Plugin) newEngine(d drms.DRM, stepTimeout time.Duration) (engine, error) {
 	need := func(ok bool, iface string) error {
 		if ok {
 			return nil
@@ -179,6 +186,9 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		return fmt.Errorf("DRM %s needs the system to implement kit.%s", d.Name, iface)
 	}
 	if _, ok := d.Model.(aem.Quorum); ok {
+		if p.brk == BreakSkipRelink {
+			return nil, fmt.Errorf("%s = %q is for link models; DRM %s has a quorum model", BreakKey, BreakSkipRelink, d.Name)
+		}
 		q, ok := p.sys.(Quorum)
 		if err := need(ok, "Quorum"); err != nil {
 			return nil, err
@@ -201,7 +211,13 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 	if err := need(ok, "Linker"); err != nil {
 		return nil, err
 	}
-	e := &linkEngine{p: p, l: l, variant: variant}
+	e := &linkEngine{p: p, l: l, variant: variant, probe: true}
+	if lp, ok := p.sys.(LinkPolicy); ok {
+		e.failureWait, e.probe = lp.FailureWait(), lp.Probe()
+	}
+	if e.failureWait < 0 || e.failureWait >= stepTimeout {
+		return nil, fmt.Errorf("the failure wait (%v) must be at least 0 and shorter than the step timeout (%v), which bounds every step", e.failureWait, stepTimeout)
+	}
 	if variant == aem.CrashLink {
 		e.snap, ok = p.sys.(Snapshotter)
 		if err := need(ok, "Snapshotter"); err != nil {
@@ -237,16 +253,15 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if spec.Dir == "" {
 		return p.errorf("start", errors.New("the cluster spec has no directory"))
 	}
-	brk, err := p.configure(spec.Config)
-	if err != nil {
+	if p.brk, err = p.configure(spec.Config); err != nil {
 		return err
-	}
-	eng, err := p.newEngine(d)
-	if err != nil {
-		return p.errorf("start", err)
 	}
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = DefaultStepTimeout
+	}
+	eng, err := p.newEngine(d, spec.StepTimeout)
+	if err != nil {
+		return p.errorf("start", err)
 	}
 	ppr := p.about.PortsPerReplica
 	if err := cem.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
@@ -264,7 +279,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		c.Replicas = append(c.Replicas, r)
 		p.conc[i] = i
 	}
-	p.c, p.model, p.params, p.eng, p.brk = c, d.Model, params, eng, brk
+	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions = d.Model.Init(params), nil, -1, nil
 	defer func() {
 		if err != nil {

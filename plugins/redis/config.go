@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -74,22 +73,15 @@ type Config struct {
 	// Databases spreads the SETs over the logical databases 0..Databases-1 in turn (default
 	// 1: database 0 only). Replicas' data is compared in every database.
 	Databases int `toml:"databases"`
-	// KeyPrefix begins every key the plugin writes (default "k"): key <prefix><step>.<write>.<set>.
+	// KeyPrefix begins every key the plugin writes (default none): the kit names write j of
+	// step s "k<s>.<j>", and with several SETs a write the m-th SET's key ends in ".<m>".
 	KeyPrefix string `toml:"key_prefix"`
 	// Probe, on by default, makes the last convergence end with one more write through the
 	// primary of each replication tree, in each database in use, and waits for it to reach
 	// every replica of the tree: a link that a resync left broken while it reports itself
 	// healthy shows only when new writes flow over it.
 	Probe *bool `toml:"probe"`
-
-	// BreakRealisation is for testing the oracle only: "skip-relink" makes every convergence
-	// skip the REPLICAOF that links a recovering replica to its source (and the wait for it),
-	// so that schedules end with replicas that really differ. Never set it to test a system.
-	BreakRealisation string `toml:"break_realisation"`
 }
-
-// breakSkipRelink is the one value BreakRealisation knows.
-const breakSkipRelink = "skip-relink"
 
 // presets are named settings, in the TOML of the plugin's section; a section's own keys
 // override its preset's.
@@ -135,35 +127,26 @@ const (
 
 var memorySize = regexp.MustCompile(`(?i)^[0-9]+(b|k|kb|m|mb|g|gb)?$`)
 
-// parseConfig decodes the plugin's TOML section over its preset and checks every value; an
-// unknown key or preset is an error that names it.
-func parseConfig(data []byte) (Config, error) {
+// parseConfig decodes the plugin's section (decode is the kit's, which refuses unknown keys)
+// over its preset and checks every value; an unknown preset is an error that names it.
+func parseConfig(decode func(any) error) (Config, error) {
 	var c Config
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		return c, fmt.Errorf("redis config: %w", err)
-	}
-	if keys := md.Undecoded(); len(keys) > 0 {
-		names := make([]string, len(keys))
-		for i, k := range keys {
-			names[i] = strconv.Quote(k.String())
-		}
-		sort.Strings(names)
-		return c, fmt.Errorf("redis config: unknown key %s", strings.Join(names, ", "))
+	if err := decode(&c); err != nil {
+		return c, err
 	}
 	if c.Preset != "" {
 		overlay, ok := presets[c.Preset]
 		if !ok {
-			return c, fmt.Errorf("redis config: unknown preset %q (presets: %s)", c.Preset, strings.Join(presetNames(), ", "))
+			return c, fmt.Errorf("unknown preset %q (presets: %s)", c.Preset, strings.Join(presetNames(), ", "))
 		}
 		// The preset first, then the section again over it: the section's keys win.
 		name := c.Preset
 		c = Config{}
 		if _, err := toml.Decode(overlay, &c); err != nil {
-			return c, fmt.Errorf("redis config: preset %s: %w", name, err)
+			return c, fmt.Errorf("preset %s: %w", name, err)
 		}
-		if _, err := toml.Decode(string(data), &c); err != nil {
-			return c, fmt.Errorf("redis config: %w", err)
+		if err := decode(&c); err != nil {
+			return c, err
 		}
 	}
 	c.setDefaults()
@@ -191,9 +174,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.Databases == 0 {
 		c.Databases = 1
-	}
-	if c.KeyPrefix == "" {
-		c.KeyPrefix = "k"
 	}
 }
 
@@ -240,9 +220,6 @@ func (c *Config) check() error {
 	if strings.ContainsFunc(c.KeyPrefix, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '/' }) {
 		errs = append(errs, fmt.Errorf("key_prefix must be printable, without spaces or '/', got %q", c.KeyPrefix))
 	}
-	if c.BreakRealisation != "" && c.BreakRealisation != breakSkipRelink {
-		errs = append(errs, fmt.Errorf("break_realisation must be %q or unset, got %q", breakSkipRelink, c.BreakRealisation))
-	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -251,7 +228,7 @@ func (c *Config) check() error {
 	if len(errs) > 1 {
 		msg += fmt.Sprintf(" (and %d more problems)", len(errs)-1)
 	}
-	return errors.New("redis config: " + msg)
+	return errors.New(msg)
 }
 
 // serverPath resolves the server binary, naming every path it tried when there is none.

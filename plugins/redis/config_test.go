@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
+
+// configure hands the plugin's section to the plugin as the kit does when modulo asks it for
+// its Info, and returns the configuration it took.
+func configure(text string) (Config, error) {
+	s := &system{}
+	_, err := kit.New(about, s).Info(context.Background(), []byte(text))
+	return s.cfg, err
+}
 
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
@@ -18,7 +28,7 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{name: "empty", toml: "", check: func(t *testing.T, c Config) {
 			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.ReplDisklessSync || c.ReplDisklessSyncDelay != 0 || c.Save != "" || c.Hz != 100 ||
-				c.FailureWait != 0 || c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 1 || c.KeyPrefix != "k" || !*c.Probe || c.Preset != "" {
+				c.FailureWait != 0 || c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 1 || c.KeyPrefix != "" || !*c.Probe || c.Preset != "" {
 				t.Errorf("defaults = %+v", c)
 			}
 		}},
@@ -43,7 +53,7 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 			if *c.AppendOnly || c.AppendFsync != "always" || c.ReplBacklogSize != "16mb" || *c.ReplBacklogTTL != 0 ||
 				*c.ReplTimeout != 5 || !c.ReplDisklessSync || c.ReplDisklessSyncDelay != 1 || c.Save != "3600 1" || c.Hz != 10 ||
 				c.FailureWait != 1500*time.Millisecond || c.ValueSize != 100 || c.SetsPerWrite != 3 || c.Databases != 2 ||
-				c.KeyPrefix != "x:" || *c.Probe || c.BreakRealisation != breakSkipRelink {
+				c.KeyPrefix != "x:" || *c.Probe {
 				t.Errorf("config = %+v", c)
 			}
 		}},
@@ -53,7 +63,7 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 		{name: "bad timeout", toml: `repl_timeout = 0`, wantErr: `repl_timeout must be at least 1 second`},
 		{name: "two problems", toml: "repl_timeout = 0\nrepl_diskless_sync_delay = -1", wantErr: `(and 1 more problems)`},
 		{name: "bad hz", toml: `hz = 1000`, wantErr: `hz must be between 1 and 500, got 1000`},
-		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `break_realisation must be "skip-relink" or unset`},
+		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `redis config: break_realisation must be "leave-behind", "skip-relink" or unset, got "everything"`},
 		{name: "bad save", toml: `save = "3600"`, wantErr: `save must be empty or pairs of seconds and changes, got "3600"`},
 		{name: "negative wait", toml: `failure_wait = "-1s"`, wantErr: `failure_wait must be between 0s and 10m0s, got -1s`},
 		{name: "huge value", toml: `value_size = 100000000`, wantErr: `value_size must be between 0 and 16777216 bytes`},
@@ -65,7 +75,7 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tt.toml))
+			c, err := configure(tt.toml)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("err = %v, want one line containing %q", err, tt.wantErr)
@@ -105,7 +115,7 @@ func TestPresets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseConfig([]byte(tt.toml))
+			c, err := configure(tt.toml)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -120,7 +130,7 @@ func TestPresets(t *testing.T) {
 	}
 	// Every preset is valid on its own.
 	for _, name := range presetNames() {
-		if _, err := parseConfig([]byte("preset = " + strconv.Quote(name))); err != nil {
+		if _, err := configure("preset = " + strconv.Quote(name)); err != nil {
 			t.Errorf("preset %s: %v", name, err)
 		}
 	}
@@ -128,7 +138,7 @@ func TestPresets(t *testing.T) {
 
 // TestSettings: the configuration's server settings reach the redis.conf of Debian's 7.0.
 func TestSettings(t *testing.T) {
-	c, err := parseConfig([]byte("repl_backlog_size = \"2mb\"\ndatabases = 20\nsave = \"3600 1\""))
+	c, err := configure("repl_backlog_size = \"2mb\"\ndatabases = 20\nsave = \"3600 1\"")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -32,10 +35,12 @@ func testSpec(t testing.TB, drm string, ops, n int, config string) cem.ClusterSp
 	}
 }
 
+func newPlugin() *kit.Plugin { return kit.New(about, &system{}) }
+
 // startCluster starts a cluster and tears it down when the test ends.
-func startCluster(t testing.TB, spec cem.ClusterSpec) *Plugin {
+func startCluster(t testing.TB, spec cem.ClusterSpec) *kit.Plugin {
 	t.Helper()
-	p := New()
+	p := newPlugin()
 	t.Cleanup(func() {
 		if err := p.Teardown(context.Background()); err != nil {
 			t.Error(err)
@@ -45,6 +50,47 @@ func startCluster(t testing.TB, spec cem.ClusterSpec) *Plugin {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// connect opens a client of replica i's server (database 0) for a test to observe it on its
+// own, apart from the plugin.
+func connect(t testing.TB, spec cem.ClusterSpec, i int) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(spec.BasePort+i), Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// infoField reads one field of replica i's INFO section.
+func infoField(t testing.TB, spec cem.ClusterSpec, i int, section, field string) string {
+	t.Helper()
+	text, err := connect(t, spec, i).Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatalf("replica %d: INFO %s: %v", i, section, err)
+	}
+	for _, line := range strings.Split(text, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// serverPid reads the pid of replica i's server from the pid file the kit keeps.
+func serverPid(t testing.TB, spec cem.ClusterSpec, i int) int {
+	t.Helper()
+	files, err := cem.PidFiles(spec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := about.Name + "-" + strconv.Itoa(i) + cem.PidFileSuffix
+	for _, f := range files {
+		if filepath.Base(f.Path) == name {
+			return f.Pid
+		}
+	}
+	t.Fatalf("no pid file %s in %s", name, spec.Dir)
+	return 0
 }
 
 // serversOn lists the redis-server processes that listen on any of the given ports, read from
@@ -85,6 +131,20 @@ type schedule struct {
 
 func (s schedule) String() string { return string(schedules.Body(s.steps)) }
 
+// parseSchedule reads a schedule's transitions from their text, as a schedule file has them.
+func parseSchedule(t testing.TB, text string) schedule {
+	t.Helper()
+	s := schedule{id: "test"}
+	for _, f := range strings.Fields(text) {
+		tr, err := aem.ParseTransition(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.steps = append(s.steps, tr)
+	}
+	return s
+}
+
 // collector gathers every schedule of a walk.
 type collector struct {
 	drm  string
@@ -120,73 +180,62 @@ func allSchedules(t testing.TB, drm string, ops, n int) []schedule {
 	return c.out
 }
 
-// outcome is what running one schedule gave.
-type outcome struct {
-	snap    cem.Snapshot
-	reports []cem.StepReport
-	links   []int // the model's links at the end
-}
-
-// runSchedule runs one schedule on a fresh cluster through the cem.CEM interface and tears the
-// cluster down.
-func runSchedule(t testing.TB, spec cem.ClusterSpec, s schedule) (outcome, error) {
+// finalLinks are the model's links after the schedule of spec.
+func finalLinks(t testing.TB, spec cem.ClusterSpec, s schedule) []int {
 	t.Helper()
-	return runScheduleOn(t, New(), spec, s)
+	d, err := drms.Lookup(spec.DRM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}
+	state := d.Model.Init(params)
+	for i := range s.steps {
+		state = d.Model.Apply(params, &state, &s.steps[i])
+	}
+	return state.Src
 }
 
-// runScheduleOn runs one schedule on c and tears the cluster down. The final links are the
-// model's, read from the plugin when c is one.
-func runScheduleOn(t testing.TB, c cem.CEM, spec cem.ClusterSpec, s schedule) (outcome, error) {
+// runResult is what a schedule's run did: Start's actions are not reported, each step's are;
+// and the data read at the end.
+type runResult struct {
+	reports []cem.StepReport
+	snap    cem.Snapshot
+}
+
+// actions lists what the steps did, one "replica what" an entry.
+func (r *runResult) actions() []string {
+	var out []string
+	for _, rep := range r.reports {
+		for _, a := range rep.Actions {
+			out = append(out, strconv.Itoa(a.Replica)+" "+a.What)
+		}
+	}
+	return out
+}
+
+// runSchedule runs schedule s on a fresh cluster of p, reads it, calls inspect (if any) with
+// the servers still up, and tears the cluster down.
+func runSchedule(t testing.TB, p cem.CEM, spec cem.ClusterSpec, s schedule, inspect func(r *runResult)) (r *runResult, err error) {
 	t.Helper()
 	ctx := context.Background()
 	spec.ScheduleID = s.id
-	defer func() {
-		if err := c.Teardown(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
-	var out outcome
-	if err := c.Start(ctx, spec); err != nil {
-		return out, err
+	defer func() { err = errors.Join(err, p.Teardown(ctx)) }()
+	r = &runResult{}
+	if err := p.Start(ctx, spec); err != nil {
+		return r, err
 	}
 	for i, st := range s.steps {
-		rep, err := c.Apply(ctx, cem.Step{Index: i, Transition: st.String()})
-		out.reports = append(out.reports, rep)
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: st.String()})
+		r.reports = append(r.reports, rep)
 		if err != nil {
-			return out, err
+			return r, fmt.Errorf("step %d %s: %w", i+1, st, err)
 		}
 	}
-	if p, ok := c.(*Plugin); ok {
-		out.links = slices.Clone(p.state.Src)
+	if r.snap, err = p.Read(ctx); err != nil {
+		return r, err
 	}
-	snap, err := c.Read(ctx)
-	out.snap = snap
-	return out, err
-}
-
-// differences describes how the replicas' data differ, or returns "" when every replica was
-// read and all hold the same data.
-func differences(snap cem.Snapshot) string {
-	var b strings.Builder
-	for i, r := range snap.Replicas {
-		if r.Err != "" {
-			fmt.Fprintf(&b, "replica %d unreadable: %s; ", i, r.Err)
-		}
+	if inspect != nil {
+		inspect(r)
 	}
-	if b.Len() > 0 {
-		return b.String()
-	}
-	first := snap.Replicas[0].Data
-	same := true
-	for _, r := range snap.Replicas[1:] {
-		same = same && maps.Equal(first, r.Data)
-	}
-	if same {
-		return ""
-	}
-	for i, r := range snap.Replicas {
-		keys := slices.Sorted(maps.Keys(r.Data))
-		fmt.Fprintf(&b, "replica %d: %v; ", i, keys)
-	}
-	return b.String()
+	return r, nil
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,12 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
+// The conformance suite (TestConformance) checks what every plugin must do: busy ports,
+// teardown, crashed and hung servers, the plugin binary. These tests check what is Redis's.
+
 func TestInfo(t *testing.T) {
-	info, err := New().Info(context.Background(), nil)
+	info, err := newPlugin().Info(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func oneLine(t *testing.T, err error, parts ...string) {
 func TestMissingBinary(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "redis-server")
 	spec := testSpec(t, "slr", 1, 3, "server = "+strconv.Quote(missing))
-	p := New()
+	p := newPlugin()
 	err := p.Start(context.Background(), spec)
 	oneLine(t, err, missing, "not found")
 	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
@@ -63,21 +64,6 @@ func TestMissingBinary(t *testing.T) {
 	}
 	_, err = p.Info(context.Background(), []byte("server = "+strconv.Quote(missing)))
 	oneLine(t, err, missing)
-}
-
-func TestBusyPort(t *testing.T) {
-	spec := testSpec(t, "slr", 1, 3, "")
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(spec.BasePort+1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	p := New()
-	err = p.Start(context.Background(), spec)
-	oneLine(t, err, "port 127.0.0.1:"+strconv.Itoa(spec.BasePort+1)+" is already in use")
-	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
-		t.Errorf("servers left: %v", left)
-	}
 }
 
 // fakeServer writes an executable script standing in for redis-server: it prints version
@@ -97,9 +83,9 @@ func fakeServer(t *testing.T, version, body string) string {
 func TestServerExitsAtStart(t *testing.T) {
 	server := fakeServer(t, "7.0.15", "echo 'FATAL CONFIG FILE ERROR' >&2; exit 1")
 	spec := testSpec(t, "sclr", 1, 2, "server = "+strconv.Quote(server))
-	p := New()
+	p := newPlugin()
 	err := p.Start(context.Background(), spec)
-	oneLine(t, err, "replica 0", "exited unexpectedly")
+	oneLine(t, err, "redis-0", "exited unexpectedly", "FATAL CONFIG FILE ERROR")
 	if err := p.Teardown(context.Background()); err != nil {
 		t.Errorf("Teardown after a failed Start: %v", err)
 	}
@@ -123,7 +109,7 @@ func TestServerVersion(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := testSpec(t, "slr", 1, 3, "server = "+strconv.Quote(tt.server)+"\n"+tt.config)
-			p := New()
+			p := newPlugin()
 			oneLine(t, p.Start(context.Background(), spec), tt.want...)
 			if err := p.Teardown(context.Background()); err != nil {
 				t.Error(err)
@@ -132,38 +118,22 @@ func TestServerVersion(t *testing.T) {
 	}
 }
 
-func TestStartTeardown(t *testing.T) {
+// TestStartNotReached: servers that do not serve in time make Start return a
+// *cem.NotReachedError for step -1, and leave no server behind.
+func TestStartNotReached(t *testing.T) {
 	spec := testSpec(t, "slr", 1, 3, "")
-	p := New()
-	if err := p.Start(context.Background(), spec); err != nil {
-		t.Fatal(err)
+	spec.StepTimeout = time.Microsecond
+	p := newPlugin()
+	err := p.Start(context.Background(), spec)
+	var nr *cem.NotReachedError
+	if !errors.As(err, &nr) || nr.Step != -1 || !strings.HasPrefix(nr.Awaited, "redis-0 to serve") {
+		t.Fatalf("Start = %v, want a *cem.NotReachedError for step -1", err)
 	}
-	if got := serversOn(t, spec.BasePort, 3); len(got) != 3 {
-		t.Errorf("servers after Start: %v, want 3", got)
+	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
+		t.Errorf("servers left: %v", left)
 	}
-	// The initial chain of S/L/R is linked and in sync: a write on 0 reaches 2 by replication.
-	for i, want := range []int{-1, 0, 1} {
-		if p.reps[i].link != want {
-			t.Errorf("replica %d links to %d, want %d", i, p.reps[i].link, want)
-		}
-	}
-	if err := p.Start(context.Background(), spec); err == nil {
-		t.Error("a second Start on a running cluster succeeded")
-	}
-	for range 2 {
-		if err := p.Teardown(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
-			t.Errorf("servers left after Teardown: %v", left)
-		}
-	}
-	pids, _ := filepath.Glob(filepath.Join(spec.Dir, "*", "*"+cem.PidFileSuffix))
-	if len(pids) > 0 {
-		t.Errorf("pid files left: %v", pids)
-	}
-	if _, err := p.Apply(context.Background(), cem.Step{Transition: "D[1,0,0]"}); err == nil {
-		t.Error("Apply after Teardown succeeded")
+	if err := p.Teardown(context.Background()); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -191,7 +161,7 @@ func TestApplyActions(t *testing.T) {
 	// Replica 0 is suspended before the write, 1 and 2 (no links yet) each take it, then both
 	// are suspended too.
 	got := strings.Join(whats, "; ")
-	for _, want := range []string{"0 SIGSTOP", "1 SET db0/k1.1.1 test:1.1.1", "2 SET db0/k1.1.1 test:1.1.1", "1 SIGSTOP", "2 SIGSTOP"} {
+	for _, want := range []string{"0 redis-0: SIGSTOP", `1 redis-1: write k1.1 = "test:k1.1"`, `2 redis-2: write k1.1 = "test:k1.1"`, "1 redis-1: SIGSTOP", "2 redis-2: SIGSTOP"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("actions %q lack %q", got, want)
 		}
@@ -207,54 +177,13 @@ func TestApplyActions(t *testing.T) {
 	}
 }
 
-// TestNotReached: a step whose state cannot be reached in time says which replica it waited
-// for and what it saw last.
-func TestNotReached(t *testing.T) {
-	ctx := context.Background()
-	p := startCluster(t, testSpec(t, "slr", 1, 3, ""))
-	if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[1,0,0]"}); err != nil {
-		t.Fatal(err)
-	}
-	// Replica 1 lost its link and must resync in full: not within a microsecond.
-	p.spec.StepTimeout = time.Microsecond
-	_, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]<-,0,1>"})
-	var nr *cem.NotReachedError
-	if !errors.As(err, &nr) {
-		t.Fatalf("err = %v, want a *cem.NotReachedError", err)
-	}
-	if nr.Step != 1 || !strings.HasPrefix(nr.Awaited, "replica 1 in sync with replica 0") {
-		t.Errorf("NotReachedError = %+v", nr)
-	}
-	if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]<-,0,1>"}); err == nil || cem.IsNotReached(err) {
-		t.Errorf("Apply after a failed step: %v, want a refusal", err)
-	}
-}
-
-// TestStartNotReached: a cluster that is not ready in time makes Start return a
-// *cem.NotReachedError for step -1, and leaves no server behind.
-func TestStartNotReached(t *testing.T) {
-	spec := testSpec(t, "slr", 1, 3, "")
-	spec.StepTimeout = time.Microsecond
-	p := New()
-	err := p.Start(context.Background(), spec)
-	var nr *cem.NotReachedError
-	if !errors.As(err, &nr) || nr.Step != -1 || !strings.HasPrefix(nr.Awaited, "replica 0 to answer PING") {
-		t.Fatalf("Start = %v, want a *cem.NotReachedError for step -1", err)
-	}
-	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
-		t.Errorf("servers left: %v", left)
-	}
-	if err := p.Teardown(context.Background()); err != nil {
-		t.Error(err)
-	}
-}
-
 // TestCrashKillsGroup: an S/CL/R crash leaves no process of the replica's group, and the
 // restart serves the replica's own data.
 func TestCrashKillsGroup(t *testing.T) {
 	ctx := context.Background()
-	p := startCluster(t, testSpec(t, "sclr", 1, 2, ""))
-	pids := []int{p.reps[0].proc.Pid, p.reps[1].proc.Pid}
+	spec := testSpec(t, "sclr", 1, 2, "")
+	p := startCluster(t, spec)
+	pids := []int{serverPid(t, spec, 0), serverPid(t, spec, 1)}
 	// Replica 1 crashes before the write, replica 0 after it.
 	if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[1,0](c,c)"}); err != nil {
 		t.Fatal(err)
@@ -274,8 +203,8 @@ func TestCrashKillsGroup(t *testing.T) {
 	// Both restart from their own AOF as primaries, each a tree of its own: 0 with the write,
 	// 1 without; the probe wrote once more into each.
 	want := []map[string]string{
-		{"db0/k1.1.1": "test:1.1.1", "db0/kprobe": "test:probe.0"},
-		{"db0/kprobe": "test:probe.1"},
+		{"k1.1": "test:k1.1", "modulo-probe": "test:modulo-probe"},
+		{"modulo-probe": "test:modulo-probe"},
 	}
 	for i, r := range snap.Replicas {
 		if r.Err != "" || !maps.Equal(r.Data, want[i]) || r.Group != i {
@@ -284,63 +213,11 @@ func TestCrashKillsGroup(t *testing.T) {
 	}
 }
 
-// buildPlugin builds the plugin binary into the test's directory.
-func buildPlugin(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "redis-plugin")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// TestThroughPlugin runs a schedule through the built plugin binary over the plugin protocol.
-func TestThroughPlugin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the plugin binary")
-	}
-	ctx := context.Background()
-	c, err := cem.Launch(ctx, buildPlugin(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	info, err := c.Info(ctx, nil)
-	if err != nil || info.Name != "redis" {
-		t.Fatalf("Info = %+v, %v", info, err)
-	}
-	spec := testSpec(t, "slr", 1, 3, "")
-	s := schedule{id: "plugin"}
-	for _, text := range []string{"D[1,0,0]", "C[0,1]<-,0,1>"} {
-		tr, err := aem.ParseTransition(text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.steps = append(s.steps, tr)
-	}
-	out, err := runScheduleOn(t, c, spec, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := differences(out.snap); d != "" || out.snap.Replicas[2].Data["db0/k1.1.1"] != "plugin:1.1.1" {
-		t.Errorf("replicas after the schedule: %+v %s", out.snap, d)
-	}
-	if len(out.reports) != 2 || len(out.reports[1].Actions) == 0 {
-		t.Errorf("reports = %+v", out.reports)
-	}
-	if left := serversOn(t, spec.BasePort, 3); len(left) > 0 {
-		t.Errorf("servers left: %v", left)
-	}
-}
-
 // TestPluginDeathEndsServers: when the plugin process dies with a cluster running, its
 // servers die with it, and KillLeftovers finds nothing left to kill.
 func TestPluginDeathEndsServers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the plugin binary")
-	}
 	ctx := context.Background()
-	c, err := cem.Launch(ctx, buildPlugin(t), nil)
+	c, err := cem.Launch(ctx, plugintest.Build(t, "."), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,10 +44,9 @@ var (
 	ports = regexp.MustCompile(`127\.0\.0\.1 (\d+)`)
 )
 
-// TestCommandsGolden runs one small S/CL/R schedule, which links, writes, crashes, takes a
-// snapshot and starts a replica from it, suspends and resumes, for each version the plugin
-// has golden files for, and compares the commands it sent (every action but the waits, with
-// pids and ports made symbolic) with testdata/commands-<version>.txt. 7.0.15 runs on
+// TestCommandsGolden runs one small S/CL/R schedule, which writes, crashes, takes a snapshot
+// and starts a replica from it, suspends, resumes and links, for each version the plugin has
+// golden files for, and compares every step's actions (with pids and ports made symbolic) with testdata/commands-<version>.txt. 7.0.15 runs on
 // Debian's server itself, the others on stand-ins.
 func TestCommandsGolden(t *testing.T) {
 	if testing.Short() {
@@ -61,7 +60,10 @@ func TestCommandsGolden(t *testing.T) {
 				server = standIn(t, v)
 			}
 			spec := testSpec(t, "sclr", 1, 2, "server = "+strconv.Quote(server))
-			r := runAndInspect(t, spec, parseSchedule(t, text), nil)
+			r, err := runSchedule(t, newPlugin(), spec, parseSchedule(t, text), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if d := groupDifferences(r.snap); d != "" {
 				t.Errorf("replicas differ: %s", d)
 			}
@@ -80,10 +82,6 @@ func TestCommandsGolden(t *testing.T) {
 					return fmt.Sprintf("127.0.0.1 <%d>", port-spec.BasePort)
 				})
 				fmt.Fprintf(&b, "  replica %d: %s\n", replica, what)
-			}
-			step("start")
-			for _, a := range r.start {
-				write(a.Replica, a.What)
 			}
 			for i, rep := range r.reports {
 				step(fmt.Sprintf("step %d %s", i+1, parseSchedule(t, text).steps[i]))
