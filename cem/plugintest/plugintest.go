@@ -16,7 +16,9 @@
 //     first step writes to is SIGKILLed (SIGSTOPped); some step, or the final comparison, must
 //     report it, and no call may outlast the executor's call timeout;
 //   - binary: when Config.Binary is set, a schedule realised through the built plugin binary,
-//     started by cem.Launch as modulo starts it.
+//     started by cem.Launch as modulo starts it;
+//   - plugin death: when Config.Binary is set, the plugin process is SIGKILLed with a cluster
+//     running, and every server's process group must die with it.
 //
 // The suite imports the executor for its comparison: only a plugin's tests may import it.
 package plugintest
@@ -119,6 +121,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("hung server", func(t *testing.T) { s.fault(t, syscall.SIGSTOP, plan.Schedules[0].Steps) })
 	if cfg.Binary != "" {
 		t.Run("binary", func(t *testing.T) { s.binary(t, plan.Schedules[0].Steps) })
+		t.Run("plugin death", s.pluginDeath)
 	}
 }
 
@@ -313,8 +316,9 @@ func signalName(sig syscall.Signal) string {
 	return "SIGSTOP"
 }
 
-// binary realises steps through the built plugin binary, as modulo runs it.
-func (s *suite) binary(t *testing.T, steps []aem.Transition) {
+// launch starts the built plugin binary as modulo does, and closes it when t ends.
+func (s *suite) launch(t *testing.T) *cem.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
 	defer cancel()
 	var stderr strings.Builder // Launch serialises the writes; it is read after Close
@@ -330,6 +334,12 @@ func (s *suite) binary(t *testing.T, steps []aem.Transition) {
 			t.Logf("plugin stderr:\n%s", stderr.String())
 		}
 	})
+	return client
+}
+
+// binary realises steps through the built plugin binary, as modulo runs it.
+func (s *suite) binary(t *testing.T, steps []aem.Transition) {
+	client := s.launch(t)
 	info := s.checkInfo(t, client)
 	if info.Name != s.info.Name || !slices.Equal(info.Capabilities.DRMs, s.info.Capabilities.DRMs) ||
 		info.Capabilities.PortsPerReplica != s.info.Capabilities.PortsPerReplica {
@@ -340,6 +350,38 @@ func (s *suite) binary(t *testing.T, steps []aem.Transition) {
 		t.Errorf("through the binary, the replicas did not converge: %s", d.Line())
 	}
 }
+
+// pluginDeath SIGKILLs the plugin process with a cluster running: modulo killed by a signal,
+// or the plugin by the OOM killer, must leave no server behind.
+func (s *suite) pluginDeath(t *testing.T) {
+	client := s.launch(t)
+	c := s.newCluster(t, client, s.cfg.PluginConfig, nil)
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if len(c.groups) == 0 {
+		t.Fatal("the cluster directory holds no pid file: servers must be started with cem.StartProcess")
+	}
+	if err := syscall.Kill(client.Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.tornDown = true // nobody is left to tear it down: that is the point
+	err := cem.WaitFor(context.Background(), pluginDeathTimeout, "every server's process group to die with the plugin", func(context.Context) (bool, error) {
+		for _, g := range c.groups {
+			if alive, err := g.GroupAlive(); alive || err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("after SIGKILL of the plugin (pid %d): %v", client.Pid(), err)
+	}
+}
+
+// pluginDeathTimeout bounds how long servers may outlive their plugin: the kernel sends them
+// SIGKILL (their parent-death signal) at once.
+const pluginDeathTimeout = 10 * time.Second
 
 // realise runs steps on a fresh cluster of p and returns every replica's data.
 func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config []byte) (*cluster, cem.Snapshot) {

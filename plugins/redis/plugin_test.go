@@ -9,16 +9,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
 // The conformance suite (TestConformance) checks what every plugin must do: busy ports,
-// teardown, crashed and hung servers, the plugin binary. These tests check what is Redis's.
+// teardown, crashed and hung servers, the plugin binary and its death. These tests check what
+// is Redis's.
 
 func TestInfo(t *testing.T) {
 	info, err := newPlugin().Info(context.Background(), nil)
@@ -210,37 +209,5 @@ func TestCrashKillsGroup(t *testing.T) {
 		if r.Err != "" || !maps.Equal(r.Data, want[i]) || r.Group != i {
 			t.Errorf("replica %d holds %+v, want %v in group %d", i, r, want[i], i)
 		}
-	}
-}
-
-// TestPluginDeathEndsServers: when the plugin process dies with a cluster running, its
-// servers die with it, and KillLeftovers finds nothing left to kill.
-func TestPluginDeathEndsServers(t *testing.T) {
-	ctx := context.Background()
-	c, err := cem.Launch(ctx, plugintest.Build(t, "."), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	spec := testSpec(t, "ssr", 1, 3, "")
-	if err := c.Start(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cem.KillLeftovers(spec.Dir); err != nil {
-			t.Error(err)
-		}
-	}()
-	if n := len(serversOn(t, spec.BasePort, 3)); n != 3 {
-		t.Fatalf("%d servers running, want 3", n)
-	}
-	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err = cem.WaitFor(ctx, 5*time.Second, "servers to die with the plugin", func(context.Context) (bool, error) {
-		return len(serversOn(t, spec.BasePort, 3)) == 0, nil
-	})
-	if err != nil {
-		t.Error(err, serversOn(t, spec.BasePort, 3))
 	}
 }
