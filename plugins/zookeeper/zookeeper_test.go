@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -112,42 +111,6 @@ func TestVersion(t *testing.T) {
 	}
 	if !strings.HasPrefix(reply, "Zookeeper version: "+info.ServerVersion+"-") {
 		t.Errorf("ServerVersion %q, but the server says %q", info.ServerVersion, firstLineOf(reply))
-	}
-}
-
-// TestPluginDeathEndsServers: when the plugin process dies with a cluster running, its JVMs
-// die with it.
-func TestPluginDeathEndsServers(t *testing.T) {
-	ctx := context.Background()
-	c, err := cem.Launch(ctx, plugintest.Build(t, "."), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	spec := testSpec(t, aem.Params{Ops: 1, Replicas: 3}, "death", nil)
-	if err := c.Start(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cem.KillLeftovers(spec.Dir); err != nil {
-			t.Error(err)
-		}
-	}()
-	jvms := func() []string {
-		out, _ := exec.Command("pgrep", "-f", "QuorumPeerMain "+spec.Dir).Output() // exit 1: none
-		return strings.Fields(string(out))
-	}
-	if n := len(jvms()); n != 3 {
-		t.Fatalf("%d JVMs running, want 3", n)
-	}
-	if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	err = cem.WaitFor(ctx, 5*time.Second, "JVMs to die with the plugin", func(context.Context) (bool, error) {
-		return len(jvms()) == 0, nil
-	})
-	if err != nil {
-		t.Error(err, jvms())
 	}
 }
 
