@@ -116,9 +116,9 @@ type Quorum interface {
 // keeps its quorum for the moment the write needs; it sends the write to the leader without
 // waiting for an answer; it polls Logged on every replica that must receive it; then it
 // SIGKILLs every replica, as the model's divergence does. The suspended replicas never run
-// again before they are killed, so to them it is a crash before the write. The kit also uses
-// Logged to confirm that every receiver holds a committed write (ReadAll otherwise). Without
-// LogReader, a step with a minority write fails, naming this interface.
+// again before they are killed, so to them it is a crash before the write. (A committed write
+// is confirmed on every receiver with Holder, or ReadAll.) Without LogReader, a step with a
+// minority write fails, naming this interface.
 type LogReader interface {
 	Logged(ctx context.Context, r *Replica, key, value string) (bool, error)
 }
