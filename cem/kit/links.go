@@ -348,7 +348,7 @@ func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.
 	if err := e.awaitConverged(ctx, next); err != nil {
 		return err
 	}
-	if e.probe && len(e.p.model.Next(e.p.params, next, nil)) == 0 {
+	if e.probe && e.p.last(next) {
 		return e.probeTrees(ctx, next)
 	}
 	return nil

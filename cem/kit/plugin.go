@@ -356,7 +356,7 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 		return err
 	}
 	p.state = next
-	if p.brk == BreakLeaveBehind && len(p.model.Next(p.params, &p.state, nil)) == 0 {
+	if p.brk == BreakLeaveBehind && p.last(&p.state) {
 		return p.eng.leaveBehind(ctx)
 	}
 	return nil
@@ -432,6 +432,9 @@ func (p *Plugin) teardown(ctx context.Context) error {
 	p.c = nil
 	return nil
 }
+
+// last tells whether s ends the schedule: the model enables nothing after it.
+func (p *Plugin) last(s *aem.State) bool { return len(p.model.Next(p.params, s, nil)) == 0 }
 
 // errorf names the plugin and the operation in err, unless err is a *cem.NotReachedError,
 // which names its step itself.

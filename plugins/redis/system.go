@@ -77,39 +77,36 @@ func (s *system) Configure(decode func(any) error) (err error) {
 // with the same binary, and asking it costs a process start (about 13 ms).
 var versions sync.Map // path -> dialect.Version
 
-func serverVersion(ctx context.Context, path string) (dialect.Version, error) {
+// findServer resolves the configured server binary and asks its version, once per path.
+func (s *system) findServer(ctx context.Context) (string, dialect.Version, error) {
+	path, err := s.cfg.serverPath()
+	if err != nil {
+		return "", dialect.Version{}, err
+	}
 	if v, ok := versions.Load(path); ok {
-		return v.(dialect.Version), nil
+		return path, v.(dialect.Version), nil
 	}
 	out, err := kit.Output(ctx, path, "--version")
 	if err != nil {
-		return dialect.Version{}, err
+		return "", dialect.Version{}, err
 	}
 	v, err := dialect.Parse(out)
 	if err != nil {
-		return v, fmt.Errorf("%s %w", path, err)
+		return "", v, fmt.Errorf("%s %w", path, err)
 	}
 	versions.Store(path, v)
-	return v, nil
+	return path, v, nil
 }
 
 func (s *system) Version(ctx context.Context) (string, error) {
-	path, err := s.cfg.serverPath()
-	if err != nil {
-		return "", err
-	}
-	v, err := serverVersion(ctx, path)
+	_, v, err := s.findServer(ctx)
 	return v.String(), err
 }
 
 // Prepare finds the server and its version, and writes every replica's redis.conf in the
 // version's dialect.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
-	path, err := s.cfg.serverPath()
-	if err != nil {
-		return err
-	}
-	v, err := serverVersion(ctx, path)
+	path, v, err := s.findServer(ctx)
 	if err != nil {
 		return err
 	}
