@@ -73,6 +73,9 @@ type Transition struct {
 	Sources []int
 	// Resync is how a convergence resyncs.
 	Resync Resync
+	// From is the primary whose snapshot an offline resync copies (S/CL/R). The text does not
+	// name it: in every state at most one primary qualifies (see Redis).
+	From int
 }
 
 // WriteCount is the number of writes a divergence injects: the largest entry of Writes.

@@ -39,6 +39,8 @@ func TestReferenceCounts(t *testing.T) {
 		{SLR, 2, 4, 506},
 		{SCLR, 1, 2, 8},
 		{SCLR, 2, 2, 96},
+		{SCLR, 1, 3, 252},
+		{SCLR, 3, 2, 1120}, // the reference generator's, from its schedule set
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/ops=%d/n=%d", tt.model.Name(), tt.ops, tt.n), func(t *testing.T) {

@@ -191,7 +191,8 @@ func (g *Graph) Follow(path []Transition) ([]*Node, error) {
 	return nodes, nil
 }
 
-// Equal tells whether two transitions are the same step.
+// Equal tells whether two transitions are the same step. An offline resync's From is left out:
+// the state determines it.
 func Equal(a, b *Transition) bool {
 	return a.Kind == b.Kind && a.Resync == b.Resync && slices.Equal(a.Writes, b.Writes) &&
 		slices.Equal(a.Group, b.Group) && slices.Equal(a.Sources, b.Sources) && slices.Equal(a.Failures, b.Failures)

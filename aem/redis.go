@@ -20,7 +20,8 @@ const (
 // Redis is the family of models for a system without quorum whose replicas replicate along
 // explicit links (a replica has at most one source; links form a forest).
 //
-// Readings of shared/spec/aem.md where its prose leaves a choice, each forced by a reference count:
+// Readings of shared/spec/aem.md where its prose leaves a choice, each forced by a reference count
+// or, for S/CL/R, by the reference's golden schedule sets:
 //   - S/L/R wake-up: every chain from a replica up its old links to its root that holds a
 //     recovering replica comes online whole, so the recovering replica's ancestors return too, as
 //     in the original Modulo generator (waking only the replicas below gives ops=2 n=4 = 546).
@@ -32,20 +33,21 @@ const (
 //     ops=2 n=3 = 84; depth levels give ops=2 n=4 = 490). In S/L/R the online replicas always form
 //     one tree under a primary when a divergence is enabled: the spec's "single online primary".
 //   - S/CL/R: replicas outside the divergence's tree are not in its layout, receive no write and
-//     stay as they are (failure kind "-"); a divergence that would leave every replica online
-//     fails nobody and is dropped, as the original generator asserts. This is what two online
-//     primaries do, e.g. after a crashed replica recovers keeping no link: ops=2 n=2 = 96 (failing
-//     the replicas outside the tree gives 108, keeping the failure-free divergences 100).
-//   - S/CL/R "disconnected" keeps the link: OFFLINE_1 links the crashed replica to the primary and
-//     leaves it down, not crashed; OFFLINE_2 makes it the online primary and the old primary its
-//     disconnected replica (else ops=1 n=2 is not 8).
+//     stay as they are (failure kind "-"); a divergence while every replica is online that fails
+//     nobody is dropped, as the original generator asserts.
+//   - S/CL/R failures: a replica that fails in a divergence (CRASH, or NONE with a source) loses
+//     its incoming link and keeps the version it had; only a NONE replica without a source stays
+//     online and takes the writes into its version.
+//   - S/CL/R "keep links" follows S/S/R's rule: offered only when no link can be formed.
+//   - S/CL/R offline resync changes no link: OFFLINE_1 leaves the restored replica down and
+//     disconnected, OFFLINE_2 makes it the online primary and takes the primary it copied from
+//     down, disconnected. The next convergence of either links them, in either direction.
 //
 // S/CL/R with three or more replicas, which the reference leaves open, follows the same rules: a
 // primary is an online replica with no source and there may be several (also with two replicas).
-// Offline resync options are offered for each primary p in ascending order: OFFLINE_1 from p
-// links the crashed replica to p while it stays down, OFFLINE_2 from p makes it the primary and p
-// its disconnected replica (p's online replicas stay online below an offline source, a tree of
-// their own).
+// Offline resync options are offered for each primary p in ascending order (Transition.From). The
+// text does not name p: no state reached at ops<=3 n=3 or ops=1 n<=5 offers two, and the
+// property tests would see two schedules with the same text.
 type Redis struct{ variant RedisVariant }
 
 // NewRedis returns the Redis model of the given variant.
@@ -305,11 +307,8 @@ func (r Redis) convergences(p Params, s *State, out []Transition) []Transition {
 				}
 			}
 		}
-		switch r.variant {
-		case Link:
+		if r.variant == Link {
 			keep = keep && sourcesOnline(s, g)
-		case CrashLink:
-			keep = true
 		}
 		if keep {
 			add(slices.Clone(s.Src))
@@ -335,14 +334,16 @@ func sourcesOnline(s *State, g []int) bool {
 	return true
 }
 
+// offlineResyncs appends OFFLINE_1 and OFFLINE_2 of the crashed replica d from each online
+// primary whose version differs from d's, in ascending order. Neither changes a link.
 func offlineResyncs(s *State, d int, out []Transition) []Transition {
 	for p, on := range s.On {
 		if !on || s.Src[p] != NoSource || s.RS[p] == s.RS[d] {
 			continue
 		}
-		out = append(out,
-			Transition{Kind: Convergence, Group: []int{d}, Sources: withLink(s.Src, d, p), Resync: Offline1},
-			Transition{Kind: Convergence, Group: []int{d}, Sources: withLink(s.Src, p, d), Resync: Offline2})
+		for _, k := range []Resync{Offline1, Offline2} {
+			out = append(out, Transition{Kind: Convergence, Group: []int{d}, Sources: slices.Clone(s.Src), Resync: k, From: p})
+		}
 	}
 	return out
 }
@@ -355,14 +356,11 @@ func (r Redis) Apply(p Params, s *State, t *Transition) State {
 	}
 	if t.Resync != Online {
 		d := t.Group[0]
-		primary := t.Sources[d] // Offline1: d now replicates from the primary
+		n.RS[d] = s.RS[t.From]
+		n.Crashed[d] = false // OFFLINE_1: down, disconnected
 		if t.Resync == Offline2 {
-			primary = offline2Primary(s, t)
-			n.On[d], n.On[primary] = true, false
+			n.On[d], n.On[t.From] = true, false
 		}
-		n.RS[d] = s.RS[primary]
-		n.Crashed[d] = false
-		n.Src = slices.Clone(t.Sources)
 		return n
 	}
 	if r.variant == Link {
@@ -395,7 +393,11 @@ func (r Redis) Apply(p Params, s *State, t *Transition) State {
 }
 
 func (r Redis) diverge(n *State, t *Transition) {
-	if r.variant != Suspend {
+	if r.variant == CrashLink {
+		divergeCrashLink(n, t)
+		return
+	}
+	if r.variant == Link {
 		// Link failure: a replica that misses writes its source received loses that link.
 		for i, on := range n.On {
 			if src := n.Src[i]; on && src != NoSource && t.Writes[src] > t.Writes[i] {
@@ -404,31 +406,25 @@ func (r Redis) diverge(n *State, t *Transition) {
 		}
 	}
 	inject(n, t)
-	for i, on := range n.On {
-		if !on || r.variant == CrashLink && t.Failures[i] == NotInLayout {
-			continue // S/CL/R: online replicas outside the divergence's tree are untouched
-		}
+	for i := range n.On {
 		n.On[i] = false
-		if r.variant != CrashLink {
-			continue
-		}
-		switch t.Failures[i] {
-		case FailCrash:
-			n.Src[i] = NoSource
-			n.Crashed[i] = true
-		case FailNone:
-			n.On[i] = n.Src[i] == NoSource // only the primary keeps running
-		}
 	}
 }
 
-// offline2Primary is the primary that an OFFLINE_2 step takes over from: the one replica that had
-// no source and now replicates from the recovering replica.
-func offline2Primary(s *State, t *Transition) int {
-	for p, src := range t.Sources {
-		if s.Src[p] == NoSource && src == t.Group[0] {
-			return p
+// divergeCrashLink applies an S/CL/R divergence: every replica that fails loses its incoming
+// link and keeps its version (its writes may be lost with it): a CRASH replica is crashed, a
+// NONE replica with a source is disconnected. A NONE replica without a source stays online
+// with the writes. Replicas outside the layout are untouched.
+func divergeCrashLink(n *State, t *Transition) {
+	n.Left -= t.WriteCount()
+	for i, f := range t.Failures {
+		switch {
+		case f == NotInLayout:
+		case f == FailNone && n.Src[i] == NoSource:
+			n.RS[i] += t.Writes[i]
+		default:
+			n.On[i], n.Src[i] = false, NoSource
+			n.Crashed[i] = f == FailCrash
 		}
 	}
-	return NoSource
 }

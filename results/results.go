@@ -111,7 +111,7 @@ type Store struct {
 }
 
 // Open opens or creates the results directory dir for campaign c. A directory holding the
-// same DRM and parameters is resumed: its start time is kept, and its records are read so that
+// same DRM, parameters and schedule file (by SHA-256, where both say it) is resumed: its start time is kept, and its records are read so that
 // Recorded can tell what is done; a torn last record is cut off. A directory holding another
 // campaign is an error wrapping ErrOtherCampaign, one that another Store holds open (another
 // modulo run) an error too.
@@ -128,6 +128,9 @@ func Open(dir string, c Campaign) (*Store, error) {
 	case prev.DRM != c.DRM || prev.Ops != c.Ops || prev.Replicas != c.Replicas:
 		return nil, fmt.Errorf("%s: %w (%s ops=%d replicas=%d, not %s ops=%d replicas=%d); choose another results directory",
 			dir, ErrOtherCampaign, prev.DRM, prev.Ops, prev.Replicas, c.DRM, c.Ops, c.Replicas)
+	case prev.ScheduleSHA256 != "" && c.ScheduleSHA256 != "" && prev.ScheduleSHA256 != c.ScheduleSHA256:
+		return nil, fmt.Errorf("%s: %w: it ran %s (SHA-256 %s), not %s (SHA-256 %s)%s; choose another results directory",
+			dir, ErrOtherCampaign, prev.ScheduleFile, prev.ScheduleSHA256, c.ScheduleFile, c.ScheduleSHA256, changedModel(c.DRM))
 	default:
 		c.Resumed, c.Started = c.Started, prev.Started
 	}
@@ -172,6 +175,15 @@ func Open(dir string, c Campaign) (*Store, error) {
 		return nil, fmt.Errorf("write %s: %w", campaignPath, err)
 	}
 	return s, nil
+}
+
+// changedModel explains, for a DRM whose model changed, why a file generated today differs
+// from one generated before.
+func changedModel(drm string) string {
+	if drm == "sclr" {
+		return " (S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's: a campaign of an older S/CL/R file cannot go on with a file generated since)"
+	}
+	return ""
 }
 
 // Dir returns the results directory.

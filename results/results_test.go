@@ -244,17 +244,39 @@ func TestResumeOnlySameVersions(t *testing.T) {
 }
 
 func TestOpenOtherCampaign(t *testing.T) {
-	dir := t.TempDir()
-	openStore(t, dir, campaign)
-	other := campaign
-	other.Replicas = 4
-	_, err := results.Open(dir, other)
-	if !errors.Is(err, results.ErrOtherCampaign) {
-		t.Fatalf("error = %v, want ErrOtherCampaign", err)
+	withFile := func(drm, file, sum string) results.Campaign {
+		c := campaign
+		c.DRM, c.ScheduleFile, c.ScheduleSHA256 = drm, file, sum
+		return c
 	}
-	want := dir + ": results directory holds another campaign (ssr ops=1 replicas=3, not ssr ops=1 replicas=4); choose another results directory"
-	if err.Error() != want {
-		t.Errorf("error = %q, want %q", err, want)
+	fourReplicas := campaign
+	fourReplicas.Replicas = 4
+	tests := []struct {
+		name        string
+		first, then results.Campaign
+		want        string // after the directory's name
+	}{
+		{"other parameters", campaign, fourReplicas,
+			": results directory holds another campaign (ssr ops=1 replicas=3, not ssr ops=1 replicas=4); choose another results directory"},
+		{"other schedule file", withFile("ssr", "a/x.sched", "aaaa"), withFile("ssr", "b/x.sched", "bbbb"),
+			": results directory holds another campaign: it ran a/x.sched (SHA-256 aaaa), not b/x.sched (SHA-256 bbbb); choose another results directory"},
+		{"S/CL/R file from before the model's correction", withFile("sclr", "x.sched", "aaaa"), withFile("sclr", "x.sched", "bbbb"),
+			": results directory holds another campaign: it ran x.sched (SHA-256 aaaa), not x.sched (SHA-256 bbbb) (S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's: a campaign of an older S/CL/R file cannot go on with a file generated since); choose another results directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := openStore(t, dir, tt.first).Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := results.Open(dir, tt.then)
+			if !errors.Is(err, results.ErrOtherCampaign) {
+				t.Fatalf("error = %v, want ErrOtherCampaign", err)
+			}
+			if err.Error() != dir+tt.want {
+				t.Errorf("error = %q, want %q", err, dir+tt.want)
+			}
+		})
 	}
 }
 
