@@ -17,6 +17,13 @@
 // Optional behaviour is a small interface of its own that the kit detects on the System, as
 // Nomad's task drivers declare their capabilities: a system implements what its DRMs need and
 // nothing else. docs/writing-a-plugin.md builds a plugin step by step.
+//
+// A plugin must never disturb what it tests: nothing a System sends may change what the system
+// replicates or stores besides the schedule's writes (the kit's Write calls). No key of its
+// own, no command whose effect enters a replication stream; observation is by read-only means
+// (status commands, logs, files). The kit keeps to the same rule: its probe rewrites the
+// schedule's own keys. Only break_realisation, which breaks the realisation on purpose, writes
+// keys of the kit's own (ProbeKey, BehindKey).
 package kit
 
 import (
@@ -135,19 +142,22 @@ type Linker interface {
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
 
-// LinkPolicy is implemented by a link system whose configuration changes two things the kit
-// does around the links; without it the kit waits nothing and probes. Both are read at every
-// cluster start, after Configure.
+// LinkPolicy is implemented by a link system whose configuration changes what the kit does
+// around the links; without it the kit waits nothing and probes. It is read at every cluster
+// start, after Prepare, so that a system may resolve settings that depend on the DRM there.
 type LinkPolicy interface {
-	// FailureWait is how long a divergence that broke a link between running servers waits
-	// before the next step: the one fixed wait, for state that a system drops only after a
-	// time (a replication backlog's time to live). It must be shorter than the step timeout.
-	FailureWait() time.Duration
-	// Probe tells whether the schedule's last convergence ends with one more write through the
-	// root of each replication tree, awaited on every replica of the tree: a link that a
-	// resync left broken while both sides report it healthy shows only when new writes flow
-	// over it. A replica the probe does not reach is recorded, not an error: the comparison of
-	// the replicas' data then reports it.
+	// FailureWaits are the fixed waits of a divergence that broke a link between running
+	// servers: before, after the failures and before the writes that follow them (a master
+	// that lost its last replica drops its backlog only after a time to live, and a bug may
+	// need it gone before the master takes the write); after, once the divergence's writes are
+	// done. Each must be shorter than the step timeout.
+	FailureWaits() (before, after time.Duration)
+	// Probe tells whether the schedule's last convergence ends with one more write of every
+	// key the schedule wrote, through the root of each replication tree, and a wait until
+	// every link of the tree is in sync again: a link that a resync left broken while both
+	// sides report it healthy shows only when new writes flow over it. The probe writes only
+	// the schedule's own keys (with a final value), as the Modulo paper's S/CL/R workload did,
+	// so that it adds nothing to the replication stream that a schedule could not have sent.
 	Probe() bool
 }
 
@@ -184,6 +194,10 @@ func (c *Cluster) Await(ctx context.Context, what string, cond func(ctx context.
 func (c *Cluster) Record(r *Replica, format string, args ...any) {
 	c.p.act(r, format, args...)
 }
+
+// Divergences is how many divergences the schedule has taken so far, the one being realised
+// included: a system that spreads its writes (over databases, say) per divergence reads it.
+func (c *Cluster) Divergences() int { return c.p.divergences }
 
 // Root is the root of the tree that r's server belongs to in a link model, following the
 // links as the kit set them: r itself when it follows nobody.

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
-	"github.com/modulo-testing/modulo/cem"
 )
 
 // linkEngine realises the link models, whose replicas replicate along explicit links; abstract
@@ -27,15 +28,35 @@ import (
 //   - S/CL/R: CRASH is SIGKILL; a crashed replica comes back by restarting from its own
 //     directory. A server follows its source only while both are online: going offline
 //     disconnects it (Unfollow) from its source and its followers, coming back reconnects it. A
-//     disconnected NONE replica keeps running; a primary that an OFFLINE_2 takes over from is
-//     suspended: it goes down without losing its process, as it is not crashed.
+//     disconnected replica keeps running and takes no write: a NONE replica that had a source
+//     (REPLICAOF NO ONE), and the primary that an OFFLINE_2 takes over from.
 type linkEngine struct {
 	p           *Plugin
 	l           Linker
 	snap        Snapshotter // S/CL/R only
-	variant     aem.RedisVariant
-	failureWait time.Duration // LinkPolicy
-	probe       bool          // LinkPolicy
+	variant aem.RedisVariant
+	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
+	waitBefore, waitAfter time.Duration
+	probe                 bool
+}
+
+func (e *linkEngine) policy() error {
+	lp, ok := e.p.sys.(LinkPolicy)
+	if !ok {
+		return nil
+	}
+	e.waitBefore, e.waitAfter = lp.FailureWaits()
+	e.probe = lp.Probe()
+	limit := e.p.c.Spec.StepTimeout
+	for _, w := range []struct {
+		name string
+		d    time.Duration
+	}{{"before the writes", e.waitBefore}, {"after the writes", e.waitAfter}} {
+		if w.d < 0 || w.d >= limit {
+			return fmt.Errorf("the failure wait %s (%v) must be at least 0 and shorter than the step timeout (%v), which bounds every step", w.name, w.d, limit)
+		}
+	}
+	return nil
 }
 
 func (e *linkEngine) reps() []*Replica { return e.p.c.Replicas }
@@ -120,7 +141,7 @@ func (e *linkEngine) diverge(ctx context.Context, t *aem.Transition) error {
 	if err := e.fail(ctx, t); err != nil {
 		return err
 	}
-	return e.waitAfterFailures(ctx, before)
+	return e.waitIfBroken(ctx, before, e.waitAfter, "after the writes")
 }
 
 func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
@@ -133,12 +154,16 @@ func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 	}
 	top := t.WriteCount()
 	for j := 1; j <= top; j++ {
+		before := e.links()
 		for i, v := range t.Writes {
 			if inLayout(i) && v == j-1 {
 				if err := e.failBefore(ctx, t, i, j); err != nil {
 					return err
 				}
 			}
+		}
+		if err := e.waitIfBroken(ctx, before, e.waitBefore, "before write "+strconv.Itoa(j)); err != nil {
+			return err
 		}
 		if err := e.write(ctx, t, j); err != nil {
 			return err
@@ -187,17 +212,17 @@ func (e *linkEngine) links() []link {
 	return ls
 }
 
-// waitAfterFailures waits the failure wait when a link of before is gone.
-func (e *linkEngine) waitAfterFailures(ctx context.Context, before []link) error {
-	if e.failureWait <= 0 {
+// waitIfBroken waits d when a link of before is gone.
+func (e *linkEngine) waitIfBroken(ctx context.Context, before []link, d time.Duration, when string) error {
+	if d <= 0 {
 		return nil
 	}
 	after := e.links()
 	if !slices.ContainsFunc(before, func(l link) bool { return !slices.Contains(after, l) }) {
 		return nil
 	}
-	e.p.act(nil, "wait %v after the broken links (failure wait)", e.failureWait)
-	t := time.NewTimer(e.failureWait)
+	e.p.act(nil, "wait %v %s: a link broke (failure wait)", d, when)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -253,6 +278,7 @@ func (e *linkEngine) write(ctx context.Context, t *aem.Transition, j int) error 
 	}
 	key := e.p.key(j)
 	value := e.p.value(key)
+	e.p.written = append(e.p.written, key)
 	for i, r := range reps {
 		if recv[i] && !via[i] {
 			if err := e.p.write(ctx, r, key, value); err != nil {
@@ -354,35 +380,66 @@ func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.
 	return nil
 }
 
-// probeTrees writes ProbeKey through the root of each of s's trees and waits for it on every
-// online replica of the tree. One that it does not reach within the step timeout is recorded
-// and left to the comparison.
+// probeTrees writes every key the schedule wrote once more, with a final value, through the
+// root of each of s's trees, then waits until every link of s is in sync again. What the
+// writes left on each replica is the comparison's to judge. A tree whose replicas already
+// hold different data is not probed: the final writes would overwrite the very keys that
+// differ (a key that only a diverged replica holds, say) and hide the divergence.
 func (e *linkEngine) probeTrees(ctx context.Context, s *aem.State) error {
 	p := e.p
-	value := p.value(ProbeKey)
 	for root, r := range e.reps() {
 		if e.wantLink(s, root) != aem.NoSource || !s.On[root] {
 			continue
 		}
-		if err := p.write(ctx, r, ProbeKey, value); err != nil {
-			return err
+		differs, err := e.treeDiffers(ctx, s, root)
+		if err != nil {
+			return fmt.Errorf("probe: %w", err)
 		}
-		for i, m := range e.reps() {
-			if i == root || !s.On[i] || e.root(s, i) != root {
-				continue
-			}
-			err := p.awaitHolds(ctx, m, ProbeKey, value)
-			if cem.IsNotReached(err) {
-				p.act(m, "probe: does not hold %s after %v (%v)", ProbeKey, p.c.Spec.StepTimeout, err)
-				continue
-			}
-			if err != nil {
+		if differs != "" {
+			p.act(r, "probe skipped: %s", differs)
+			continue
+		}
+		for _, key := range p.written {
+			if err := p.write(ctx, r, key, finalValue(p.value(key))); err != nil {
 				return fmt.Errorf("probe: %w", err)
 			}
 		}
 	}
-	return nil
+	return e.awaitConverged(ctx, s)
 }
+
+// treeDiffers reads every online replica of root's tree in s and says which holds other data
+// than root, or "" when they all hold the same.
+func (e *linkEngine) treeDiffers(ctx context.Context, s *aem.State, root int) (string, error) {
+	p := e.p
+	read := func(m *Replica) (data map[string]string, err error) {
+		err = p.call(ctx, "read "+m.Name, func(ctx context.Context) (err error) {
+			data, err = p.sys.ReadAll(ctx, m)
+			return err
+		})
+		return data, err
+	}
+	want, err := read(e.reps()[root])
+	if err != nil {
+		return "", err
+	}
+	for i, m := range e.reps() {
+		if i == root || !s.On[i] || e.root(s, i) != root {
+			continue
+		}
+		data, err := read(m)
+		if err != nil {
+			return "", err
+		}
+		if !maps.Equal(want, data) {
+			return fmt.Sprintf("%s already holds other data than %s", m.Name, e.reps()[root].Name), nil
+		}
+	}
+	return "", nil
+}
+
+// finalValue is the value the probe writes in place of a key's value.
+func finalValue(v string) string { return v + ":final" }
 
 // relink makes every running server's link what the model wants in next: unlinks first, then
 // new links from the primaries down, each waited for before the next. With break_realisation
@@ -442,32 +499,21 @@ func (e *linkEngine) linkOrder(s *aem.State) []int {
 }
 
 // offlineResync realises OFFLINE_1 and OFFLINE_2 for the crashed replica d: a snapshot of the
-// primary replaces d's data. OFFLINE_1 leaves d down; OFFLINE_2 starts d from the snapshot as
-// the primary and takes the old primary down (suspended, see above).
+// primary t.From replaces d's data, and no link changes. OFFLINE_1 leaves d down; OFFLINE_2
+// starts d from the snapshot as a primary, while the old primary, abstractly down and
+// disconnected, keeps running unlinked, as the original tool left it.
 func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error {
 	d := t.Group[0]
-	primary := t.Sources[d]
-	if t.Resync == aem.Offline2 {
-		primary = aem.NoSource
-		for q, src := range t.Sources {
-			if q != d && src == d && e.p.state.Src[q] == aem.NoSource {
-				primary = q
-			}
-		}
+	if e.reps()[d].running() {
+		return fmt.Errorf("offline resync of replica %d: its server runs", d)
 	}
-	if primary == aem.NoSource || e.reps()[d].running() {
-		return fmt.Errorf("offline resync of replica %d: no primary to copy from, or its server runs", d)
-	}
-	from, to := e.reps()[primary], e.reps()[d]
+	from, to := e.reps()[t.From], e.reps()[d]
 	if err := e.snap.CopySnapshot(ctx, e.p.c, from, to); err != nil {
 		return fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
 	}
 	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
 	if t.Resync == aem.Offline1 {
 		return nil
-	}
-	if err := e.p.suspend(ctx, from); err != nil {
-		return err
 	}
 	return e.p.restart(ctx, to)
 }

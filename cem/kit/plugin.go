@@ -69,6 +69,10 @@ type Plugin struct {
 	failed  error  // set when a step failed: the cluster no longer matches state
 	step    int    // index of the step being realised, -1 during Start
 	actions []cem.Action
+	// divergences counts the schedule's divergences so far (Cluster.Divergences); written
+	// lists the keys its divergences wrote, in order, for the link engine's probe.
+	divergences int
+	written     []string
 }
 
 // engine realises the transitions of one family of models.
@@ -83,6 +87,9 @@ type engine interface {
 	group(a int) int
 	// leaveBehind realises break_realisation = "leave-behind".
 	leaveBehind(ctx context.Context) error
+	// policy reads what the system's configuration decides of the engine, once it is
+	// prepared.
+	policy() error
 }
 
 var _ cem.CEM = (*Plugin)(nil)
@@ -212,12 +219,6 @@ func (p *Plugin) newEngine(d drms.DRM, stepTimeout time.Duration) (engine, error
 		return nil, err
 	}
 	e := &linkEngine{p: p, l: l, variant: variant, probe: true}
-	if lp, ok := p.sys.(LinkPolicy); ok {
-		e.failureWait, e.probe = lp.FailureWait(), lp.Probe()
-	}
-	if e.failureWait < 0 || e.failureWait >= stepTimeout {
-		return nil, fmt.Errorf("the failure wait (%v) must be at least 0 and shorter than the step timeout (%v), which bounds every step", e.failureWait, stepTimeout)
-	}
 	if variant == aem.CrashLink {
 		e.snap, ok = p.sys.(Snapshotter)
 		if err := need(ok, "Snapshotter"); err != nil {
@@ -280,7 +281,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		p.conc[i] = i
 	}
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
-	p.state, p.failed, p.step, p.actions = d.Model.Init(params), nil, -1, nil
+	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	defer func() {
 		if err != nil {
 			err = errors.Join(p.errorf("start", err), p.teardown(ctx))
@@ -295,6 +296,9 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		if err := p.call(ctx, "prepare", func(ctx context.Context) error { return pr.Prepare(ctx, c) }); err != nil {
 			return err
 		}
+	}
+	if err := p.eng.policy(); err != nil {
+		return err
 	}
 	for _, r := range c.Replicas {
 		if err := p.startServer(r); err != nil {
@@ -326,11 +330,12 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		return cem.StepReport{}, p.errorf(what, err)
 	}
 	enabled := p.model.Next(p.params, &p.state, nil)
-	if !slices.ContainsFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &t) }) {
+	k := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &t) })
+	if k < 0 {
 		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
 	}
 	p.step, p.actions = step.Index, nil
-	err = p.apply(ctx, &t)
+	err = p.apply(ctx, &enabled[k]) // the model's own, with what the text leaves implicit
 	report := cem.StepReport{Actions: p.actions}
 	p.actions = nil
 	if err != nil {
@@ -352,6 +357,9 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 	}
 	next := p.model.Apply(p.params, &p.state, t)
 	next.Steps = p.state.Steps + 1
+	if t.Kind == aem.Divergence {
+		p.divergences++
+	}
 	if err := p.eng.apply(ctx, t, &next); err != nil {
 		return err
 	}

@@ -55,13 +55,19 @@ type Config struct {
 	// more, and Start and a convergence took twice as long (measured). hz changes no
 	// replication rule; the replication cron runs once a second whatever hz is.
 	Hz int `toml:"hz"`
-	// FailureWait is how long a divergence waits, after it broke a replication link (a link
-	// failure, a disconnection, a crash or a promotion), before the next step (default 0).
-	// It is the one fixed wait of the plugin, and a deliberate one: the Modulo paper (§3.3)
-	// waited longer than repl-backlog-ttl so that a master that lost its last replica drops
-	// its backlog, which nothing else makes happen at a known time. A master checks the ttl
-	// once a second in whole seconds, so waiting ttl+2 s makes sure the backlog is gone.
-	FailureWait time.Duration `toml:"failure_wait"`
+	// AutoAOFRewriteMinSize is auto-aof-rewrite-min-size, such as "200kb"; empty keeps the
+	// server's default.
+	AutoAOFRewriteMinSize string `toml:"auto_aof_rewrite_min_size"`
+	// WaitBeforeWrites and WaitAfterWrites are the fixed waits of a divergence that broke a
+	// replication link (a link failure, a disconnection, a crash or a promotion), both 0 by
+	// default: before, after the failures and before the writes that follow them; after, once
+	// the divergence's writes are done. They are the plugin's only fixed waits, and deliberate
+	// ones: a master that lost its last replica drops its backlog only after repl-backlog-ttl
+	// (checked once a second in whole seconds, so ttl+2 s makes sure), and some bugs need the
+	// backlog gone before the master takes the write (redis issue 4407). The original Modulo
+	// tool slept 8 s after every S/L/R link failure, before the writes.
+	WaitBeforeWrites time.Duration `toml:"wait_before_writes"`
+	WaitAfterWrites  time.Duration `toml:"wait_after_writes"`
 
 	// ValueSize is the size in bytes of every written value (default 0: the value is just its
 	// identity, "<schedule>:<step>.<write>.<set>", about 30 bytes). A larger size pads the
@@ -70,38 +76,66 @@ type Config struct {
 	// SetsPerWrite is how many SETs, each to a key of its own, realise one abstract write
 	// (default 1).
 	SetsPerWrite int `toml:"sets_per_write"`
-	// Databases spreads the SETs over the logical databases 0..Databases-1 in turn (default
-	// 1: database 0 only). Replicas' data is compared in every database.
+	// Databases spreads the writes over the logical databases 0..Databases-1 by divergence:
+	// every write of the c-th divergence (c from 1) goes to database c mod Databases, as the
+	// original tool's S/CL/R workload selected it on its connection, so that consecutive
+	// writes land in the same non-zero database (default 1: database 0 only). The probe's
+	// final writes go to the last divergence's database. Replicas' data is compared in every
+	// database.
 	Databases int `toml:"databases"`
 	// KeyPrefix begins every key the plugin writes (default none): the kit names write j of
 	// step s "k<s>.<j>", and with several SETs a write the m-th SET's key ends in ".<m>".
 	KeyPrefix string `toml:"key_prefix"`
-	// Probe, on by default, makes the last convergence end with one more write through the
-	// primary of each replication tree, in each database in use, and waits for it to reach
-	// every replica of the tree: a link that a resync left broken while it reports itself
-	// healthy shows only when new writes flow over it.
+	// Probe, on by default, makes the last convergence end with one more write of every key
+	// the schedule wrote, through the primary of each replication tree, and waits until every
+	// link is in sync again: a link that a resync left broken while it reports itself healthy
+	// shows only when new writes flow over it. It writes no key of its own.
 	Probe *bool `toml:"probe"`
 }
 
-// presets are named settings, in the TOML of the plugin's section; a section's own keys
-// override its preset's.
+// presets are named settings per DRM, in the TOML of the plugin's section; a section's own
+// keys override its preset's.
 //
-// "paper" is what the Modulo paper (USENIX ATC'22) says of its Redis runs. §3.3: "Modelling
-// divergence behavior to wait longer than the timeout [the backlog's time to live] before
-// triggering resync will cause the log to be prematurely discarded": the paper waited longer
-// than repl-backlog-ttl after failures. It gives neither value; the preset takes the smallest
-// ttl (1 s) and a wait (3 s) that outlasts it for certain. The paper compared only the final
-// state, so no probe. It is silent on persistence, fsync, backlog size, repl-timeout, hz and
-// diskless sync, which keep the plugin's defaults; its Table 3 parameters (ops, replicas)
-// belong to the schedule file; its servers were 2.8.0 and 4.0.0 (appendix A.3), which
-// `server` selects where they are installed. The same settings serve all three Redis DRMs:
-// the paper gives none per DRM.
-var presets = map[string]string{
-	"paper": `
-repl_backlog_ttl = 1
-failure_wait = "3s"
+// "paper" is the original Modulo tool's settings for each Redis DRM, read from its source
+// (shared/notes/paper-redis-settings.md): persistence, backlog ttl, diskless sync, what one
+// abstract write is, the waits, and whether a final write of every key precedes the check. Not
+// carried over, and why:
+//   - aof-use-rdb-preamble yes (S/L/R, S/CL/R): both run with appendonly no, where it does
+//     nothing; 2.8 does not know the directive.
+//   - the initial data (every key written before the first step): the bugs need none, and
+//     written on every replica separately it would be data the model does not know of.
+//   - fixed sleeps after every write and resync (3 s): the plugin waits until the servers say
+//     the write or the resync is done, which is what the sleeps stood for.
+//   - the server version (2.8.0 for S/S/R, 4.0.0 for the others): `server` selects it;
+//     scripts/build-redis builds old versions from source.
+var presets = map[string]map[string]string{
+	"paper": {
+		"ssr": `
+appendonly = true
+appendfsync = "always"
+auto_aof_rewrite_min_size = "200kb"
+save = "900 1 300 10 60 10000"
+value_size = 10240
+sets_per_write = 10
 probe = false
 `,
+		"slr": `
+appendonly = false
+repl_backlog_ttl = 5
+save = "900 1 300 10 60 10000"
+value_size = 10240
+sets_per_write = 10
+wait_before_writes = "8s"
+probe = false
+`,
+		"sclr": `
+appendonly = false
+repl_backlog_ttl = 5
+save = "900 1 300 10 60 10000"
+databases = 2
+probe = true
+`,
+	},
 }
 
 // presetNames lists the presets, sorted.
@@ -122,28 +156,34 @@ const (
 	maxValueSize    = 16 << 20 // 16 MiB, well below the server's 512 MB limit on a value
 	maxSetsPerWrite = 1000
 	maxDatabases    = 1000
-	maxFailureWait  = 10 * time.Minute
+	maxFailureWait  = 10 * time.Minute // each of the two waits
 )
 
 var memorySize = regexp.MustCompile(`(?i)^[0-9]+(b|k|kb|m|mb|g|gb)?$`)
 
 // parseConfig decodes the plugin's section (decode is the kit's, which refuses unknown keys)
-// over its preset and checks every value; an unknown preset is an error that names it.
-func parseConfig(decode func(any) error) (Config, error) {
+// over its preset for DRM drm and checks every value; an unknown preset, or one that has no
+// settings for drm, is an error that names it. With drm empty (the configuration is only being
+// checked) the preset's name is checked and its settings are left out.
+func parseConfig(decode func(any) error, drm string) (Config, error) {
 	var c Config
 	if err := decode(&c); err != nil {
 		return c, err
 	}
 	if c.Preset != "" {
-		overlay, ok := presets[c.Preset]
+		byDRM, ok := presets[c.Preset]
 		if !ok {
 			return c, fmt.Errorf("unknown preset %q (presets: %s)", c.Preset, strings.Join(presetNames(), ", "))
+		}
+		overlay, ok := byDRM[drm]
+		if !ok && drm != "" {
+			return c, fmt.Errorf("preset %q has no settings for DRM %s", c.Preset, drm)
 		}
 		// The preset first, then the section again over it: the section's keys win.
 		name := c.Preset
 		c = Config{}
 		if _, err := toml.Decode(overlay, &c); err != nil {
-			return c, fmt.Errorf("preset %s: %w", name, err)
+			return c, fmt.Errorf("preset %s for %s: %w", name, drm, err)
 		}
 		if err := decode(&c); err != nil {
 			return c, err
@@ -190,8 +230,10 @@ func (c *Config) check() error {
 	if err := dialect.CheckSave(c.Save); err != nil {
 		errs = append(errs, err)
 	}
-	if c.ReplBacklogSize != "" && !memorySize.MatchString(c.ReplBacklogSize) {
-		errs = append(errs, fmt.Errorf("repl_backlog_size must be a size such as \"1mb\", got %q", c.ReplBacklogSize))
+	for _, size := range []struct{ name, v string }{{"repl_backlog_size", c.ReplBacklogSize}, {"auto_aof_rewrite_min_size", c.AutoAOFRewriteMinSize}} {
+		if size.v != "" && !memorySize.MatchString(size.v) {
+			errs = append(errs, fmt.Errorf("%s must be a size such as \"1mb\", got %q", size.name, size.v))
+		}
 	}
 	if c.ReplBacklogTTL != nil && *c.ReplBacklogTTL < 0 {
 		errs = append(errs, fmt.Errorf("repl_backlog_ttl must not be negative, got %d", *c.ReplBacklogTTL))
@@ -205,8 +247,13 @@ func (c *Config) check() error {
 	if c.ReplDisklessSyncDelay < 0 {
 		errs = append(errs, fmt.Errorf("repl_diskless_sync_delay must not be negative, got %d", c.ReplDisklessSyncDelay))
 	}
-	if c.FailureWait < 0 || c.FailureWait > maxFailureWait {
-		errs = append(errs, fmt.Errorf("failure_wait must be between 0s and %v, got %v", maxFailureWait, c.FailureWait))
+	for _, w := range []struct {
+		name string
+		d    time.Duration
+	}{{"wait_before_writes", c.WaitBeforeWrites}, {"wait_after_writes", c.WaitAfterWrites}} {
+		if w.d < 0 || w.d > maxFailureWait {
+			errs = append(errs, fmt.Errorf("%s must be between 0s and %v, got %v", w.name, maxFailureWait, w.d))
+		}
 	}
 	if c.ValueSize < 0 || c.ValueSize > maxValueSize {
 		errs = append(errs, fmt.Errorf("value_size must be between 0 and %d bytes, got %d", maxValueSize, c.ValueSize))
@@ -253,7 +300,7 @@ func (c *Config) serverPath() (string, error) {
 func (c *Config) settings(port int, dir string) dialect.Settings {
 	return dialect.Settings{
 		Port: port, Dir: dir, Hz: c.Hz,
-		AppendOnly: *c.AppendOnly, AppendFsync: c.AppendFsync, Save: c.Save,
+		AppendOnly: *c.AppendOnly, AppendFsync: c.AppendFsync, AutoAOFRewriteMinSize: c.AutoAOFRewriteMinSize, Save: c.Save,
 		Databases:       c.Databases,
 		ReplBacklogSize: c.ReplBacklogSize, ReplBacklogTTL: c.ReplBacklogTTL, ReplTimeout: c.ReplTimeout,
 		ReplDisklessSync: c.ReplDisklessSync, ReplDisklessSyncDelay: c.ReplDisklessSyncDelay,

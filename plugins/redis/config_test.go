@@ -19,6 +19,15 @@ func configure(text string) (Config, error) {
 	return s.cfg, err
 }
 
+// configureFor is configure with the settings of the preset for drm applied, as Prepare does.
+func configureFor(text, drm string) (Config, error) {
+	s := &system{}
+	if _, err := kit.New(about, s).Info(context.Background(), []byte(text)); err != nil {
+		return Config{}, err
+	}
+	return parseConfig(s.decode, drm)
+}
+
 func TestParseConfig(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -28,7 +37,7 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{name: "empty", toml: "", check: func(t *testing.T, c Config) {
 			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.ReplDisklessSync || c.ReplDisklessSyncDelay != 0 || c.Save != "" || c.Hz != 100 ||
-				c.FailureWait != 0 || c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 1 || c.KeyPrefix != "" || !*c.Probe || c.Preset != "" {
+				c.WaitBeforeWrites != 0 || c.WaitAfterWrites != 0 || c.AutoAOFRewriteMinSize != "" || c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 1 || c.KeyPrefix != "" || !*c.Probe || c.Preset != "" {
 				t.Errorf("defaults = %+v", c)
 			}
 		}},
@@ -43,7 +52,9 @@ repl_diskless_sync = true
 repl_diskless_sync_delay = 1
 hz = 10
 save = "3600 1"
-failure_wait = "1.5s"
+wait_before_writes = "1.5s"
+wait_after_writes = "2s"
+auto_aof_rewrite_min_size = "200kb"
 value_size = 100
 sets_per_write = 3
 databases = 2
@@ -52,7 +63,7 @@ probe = false
 break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 			if *c.AppendOnly || c.AppendFsync != "always" || c.ReplBacklogSize != "16mb" || *c.ReplBacklogTTL != 0 ||
 				*c.ReplTimeout != 5 || !c.ReplDisklessSync || c.ReplDisklessSyncDelay != 1 || c.Save != "3600 1" || c.Hz != 10 ||
-				c.FailureWait != 1500*time.Millisecond || c.ValueSize != 100 || c.SetsPerWrite != 3 || c.Databases != 2 ||
+				c.WaitBeforeWrites != 1500*time.Millisecond || c.WaitAfterWrites != 2*time.Second || c.AutoAOFRewriteMinSize != "200kb" || c.ValueSize != 100 || c.SetsPerWrite != 3 || c.Databases != 2 ||
 				c.KeyPrefix != "x:" || *c.Probe {
 				t.Errorf("config = %+v", c)
 			}
@@ -65,7 +76,9 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 		{name: "bad hz", toml: `hz = 1000`, wantErr: `hz must be between 1 and 500, got 1000`},
 		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `redis config: break_realisation must be "leave-behind", "skip-relink" or unset, got "everything"`},
 		{name: "bad save", toml: `save = "3600"`, wantErr: `save must be empty or pairs of seconds and changes, got "3600"`},
-		{name: "negative wait", toml: `failure_wait = "-1s"`, wantErr: `failure_wait must be between 0s and 10m0s, got -1s`},
+		{name: "negative wait", toml: `wait_before_writes = "-1s"`, wantErr: `wait_before_writes must be between 0s and 10m0s, got -1s`},
+		{name: "long wait", toml: `wait_after_writes = "11m"`, wantErr: `wait_after_writes must be between 0s and 10m0s, got 11m0s`},
+		{name: "bad rewrite size", toml: `auto_aof_rewrite_min_size = "big"`, wantErr: `auto_aof_rewrite_min_size must be a size`},
 		{name: "huge value", toml: `value_size = 100000000`, wantErr: `value_size must be between 0 and 16777216 bytes`},
 		{name: "no sets", toml: `sets_per_write = -1`, wantErr: `sets_per_write must be between 1 and 1000, got -1`},
 		{name: "too many databases", toml: `databases = 5000`, wantErr: `databases must be between 1 and 1000, got 5000`},
@@ -90,32 +103,49 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 	}
 }
 
+// TestPresets: "paper" is, per DRM, the original tool's settings
+// (shared/notes/paper-redis-settings.md).
 func TestPresets(t *testing.T) {
+	saveDefaults := "900 1 300 10 60 10000"
 	tests := []struct {
-		name    string
-		toml    string
-		wantErr string
-		check   func(t *testing.T, c Config)
+		name, drm, toml string
+		wantErr         string
+		check           func(t *testing.T, c Config)
 	}{
-		{name: "paper", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
-			if *c.ReplBacklogTTL != 1 || c.FailureWait != 3*time.Second || *c.Probe {
-				t.Errorf("paper preset = %+v", c)
-			}
-			// What the paper is silent on keeps the defaults.
-			if !*c.AppendOnly || c.AppendFsync != "everysec" || c.Hz != 100 || c.ReplBacklogSize != "" || c.ReplTimeout != nil {
-				t.Errorf("paper preset changed a default: %+v", c)
+		{name: "paper S/S/R", drm: "ssr", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
+			if !*c.AppendOnly || c.AppendFsync != "always" || c.AutoAOFRewriteMinSize != "200kb" || c.ReplBacklogTTL != nil || c.Save != saveDefaults ||
+				c.ValueSize != 10240 || c.SetsPerWrite != 10 || c.Databases != 1 || c.WaitBeforeWrites != 0 || c.WaitAfterWrites != 0 || *c.Probe {
+				t.Errorf("paper preset for ssr = %+v", c)
 			}
 		}},
-		{name: "the section's keys win", toml: "preset = \"paper\"\nprobe = true\nrepl_backlog_ttl = 2", check: func(t *testing.T, c Config) {
-			if *c.ReplBacklogTTL != 2 || !*c.Probe || c.FailureWait != 3*time.Second || c.Preset != "paper" {
+		{name: "paper S/L/R", drm: "slr", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
+			if *c.AppendOnly || *c.ReplBacklogTTL != 5 || c.ReplDisklessSync || c.Save != saveDefaults ||
+				c.ValueSize != 10240 || c.SetsPerWrite != 10 || c.WaitBeforeWrites != 8*time.Second || c.WaitAfterWrites != 0 || *c.Probe {
+				t.Errorf("paper preset for slr = %+v", c)
+			}
+		}},
+		{name: "paper S/CL/R", drm: "sclr", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
+			if *c.AppendOnly || *c.ReplBacklogTTL != 5 || c.ReplDisklessSync || c.Save != saveDefaults ||
+				c.ValueSize != 0 || c.SetsPerWrite != 1 || c.Databases != 2 || c.WaitBeforeWrites != 0 || c.WaitAfterWrites != 0 || !*c.Probe {
+				t.Errorf("paper preset for sclr = %+v", c)
+			}
+		}},
+		{name: "the section's keys win", drm: "slr", toml: "preset = \"paper\"\nprobe = true\nrepl_backlog_ttl = 2", check: func(t *testing.T, c Config) {
+			if *c.ReplBacklogTTL != 2 || !*c.Probe || c.WaitBeforeWrites != 8*time.Second || c.Preset != "paper" {
+				t.Errorf("config = %+v", c)
+			}
+		}},
+		{name: "checked without a DRM", toml: `preset = "paper"`, check: func(t *testing.T, c Config) {
+			if c.Preset != "paper" || !*c.AppendOnly {
 				t.Errorf("config = %+v", c)
 			}
 		}},
 		{name: "unknown preset", toml: `preset = "thesis"`, wantErr: `redis config: unknown preset "thesis" (presets: paper)`},
+		{name: "no settings for the DRM", drm: "qcz", toml: `preset = "paper"`, wantErr: `preset "paper" has no settings for DRM qcz`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := configure(tt.toml)
+			c, err := configureFor(tt.toml, tt.drm)
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -128,10 +158,12 @@ func TestPresets(t *testing.T) {
 			tt.check(t, c)
 		})
 	}
-	// Every preset is valid on its own.
+	// Every preset is valid for every DRM it has settings for.
 	for _, name := range presetNames() {
-		if _, err := configure("preset = " + strconv.Quote(name)); err != nil {
-			t.Errorf("preset %s: %v", name, err)
+		for drm := range presets[name] {
+			if _, err := configureFor("preset = "+strconv.Quote(name), drm); err != nil {
+				t.Errorf("preset %s for %s: %v", name, drm, err)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -10,21 +11,8 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-// ackRequest is the last acknowledgement request of the wait for one replica's link.
-type ackRequest struct {
-	target int64 // the root's offset after the request, or -1
-	asked  time.Time
-}
-
-// ackRequestInterval spaces the acknowledgement requests of one wait.
+// ackRequestInterval spaces the acknowledgement requests to one replica.
 const ackRequestInterval = 200 * time.Millisecond
-
-// ackWait bounds how long WAIT blocks in requestAcks; the acknowledgements it asks for come
-// back within a millisecond or two when the tree is healthy, and the kit polls on anyway.
-const ackWait = 20 * time.Millisecond
-
-// ackChannel is the Pub/Sub channel of requestAcks's messages; nobody subscribes to it.
-const ackChannel = "modulo:ack"
 
 // InSync tells whether r is in sync with its source, seen from both sides: r has its link up,
 // no sync in progress and the source's offset; the source lists r online and has its
@@ -32,10 +20,10 @@ const ackChannel = "modulo:ack"
 // before noticing that the source dropped it); neither server loads data or runs a snapshot or
 // an AOF rewrite.
 //
-// Replicas acknowledge on their own once a second. Rather than wait for that, InSync asks the
-// tree's root for acknowledgements (requestAcks, 3.0 and later) and then also accepts an
-// acknowledgement of the root's offset right after its request: every write came before it,
-// and the GETACK that follows it is never part of an acknowledgement.
+// Replicas acknowledge on their own once a second. Rather than wait for that, InSync asks r
+// itself for an acknowledgement (requestAck). It sends nothing to the source: whatever a
+// client sends a master may end up in the replication stream, which the plugin must leave to
+// the schedule's writes.
 func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string, error) {
 	ri, err := s.info(ctx, r, "replication", "persistence")
 	if err != nil {
@@ -62,55 +50,39 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 		return false, fmt.Sprintf("offset %d vs %d", repOff, srcOff), nil
 	}
 	view, listed := replicaView(si, r.Ports[0])
-	req := s.acks[r]
 	switch {
 	case !listed:
 		return false, "the source does not list the replica", nil
 	case view.state != "online":
 		return false, "the source sees it " + view.state, nil
-	case view.offset == srcOff || req != nil && req.target >= 0 && view.offset >= req.target:
+	case view.offset == srcOff:
 		return true, "", nil
 	}
-	if req == nil || time.Since(req.asked) >= ackRequestInterval {
-		target, err := s.requestAcks(ctx, src)
-		if err != nil {
+	if s.dialect.GetAck && time.Since(s.acks[r]) >= ackRequestInterval {
+		if err := requestAck(ctx, r); err != nil {
 			return false, "", err
 		}
-		s.acks[r] = &ackRequest{target: target, asked: time.Now()}
+		s.acks[r] = time.Now()
 	}
 	return false, fmt.Sprintf("the source has its acknowledgement of offset %d of %d", view.offset, srcOff), nil
 }
 
-// requestAcks makes the root of src's tree ask every replica below it for an acknowledgement
-// now: PUBLISH puts a message (no data) into the replication stream, and a WAIT for it makes
-// the root send REPLCONF GETACK, which the replicas pass down the tree. It returns the root's
-// offset after the PUBLISH, which the acknowledgements it triggers reach, or -1 when the root
-// cannot be asked (it is suspended, or its version has no WAIT).
-func (s *system) requestAcks(ctx context.Context, src *kit.Replica) (int64, error) {
-	root := s.c.Root(src)
-	if root.Suspended() || !s.dialect.Wait {
-		return -1, nil
-	}
-	// WAIT counts acknowledgements of the connection's own last write: one connection.
-	conn := s.client(root, 0).Conn()
-	defer conn.Close()
-	if err := conn.Publish(ctx, ackChannel, "ack").Err(); err != nil {
-		return -1, fmt.Errorf("%s: PUBLISH: %w", root.Name, err)
-	}
-	text, err := conn.Info(ctx, "replication").Result()
+// requestAck makes replica r acknowledge its offset to its source now. It sends r the
+// REPLCONF GETACK that a master sends its replicas: r answers it only by sending its source
+// REPLCONF ACK on their link, as it does once a second anyway, and the client gets no reply
+// (replconfCommand in replication.c, 3.0 to 7.0). Nothing enters any replication stream,
+// nothing is stored, and no database is selected anywhere.
+func requestAck(ctx context.Context, r *kit.Replica) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", r.Addr(0))
 	if err != nil {
-		return -1, fmt.Errorf("%s: INFO: %w", root.Name, err)
+		return fmt.Errorf("%s: REPLCONF GETACK: %w", r.Name, err)
 	}
-	target := int64(-1)
-	for _, line := range strings.Split(text, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "master_repl_offset:"); ok {
-			target, _ = strconv.ParseInt(v, 10, 64)
-		}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("REPLCONF GETACK *\r\n")); err != nil {
+		return fmt.Errorf("%s: REPLCONF GETACK: %w", r.Name, err)
 	}
-	if err := conn.Wait(ctx, 1, ackWait).Err(); err != nil {
-		return -1, fmt.Errorf("%s: WAIT: %w", root.Name, err)
-	}
-	return target, nil
+	return nil
 }
 
 // replicaEntry is one "slaveN:ip=...,port=...,state=...,offset=...,lag=..." line of a

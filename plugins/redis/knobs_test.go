@@ -45,28 +45,29 @@ func dataOf(t *testing.T, spec cem.ClusterSpec, i int) map[string]string {
 // outside it (failure kind "-") is neither written to, nor failed, nor relinked.
 func TestOutsideTreeLeftAlone(t *testing.T) {
 	ctx := context.Background()
-	s := parseSchedule(t, "D[1,0,0](n,c,c) C[1]<-,-,-> D[1,0,0](n,-,-) C[2]<-,-,->")
+	// After step 4, replica 2 (restored by OFFLINE_2) is a primary of its own, and replica 1
+	// follows 0 again; step 5 writes into 0's tree.
+	s := parseSchedule(t, "D[1,0,0](c,c,c) C[0,1]<-,0,-> C[2]<-,0,->off2 C[0]<-,0,-> D[1,0,0](n,c,-) C[1]<-,0,->")
 	spec := testSpec(t, "sclr", 2, 3, "")
 	p := startCluster(t, spec)
-	for i, st := range s.steps[:2] {
+	for i, st := range s.steps[:4] {
 		if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: st.String()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Replica 1 is online, a primary of its own: outside replica 0's tree.
-	pid, before := serverPid(t, spec, 1), dataOf(t, spec, 1)
-	rep, err := p.Apply(ctx, cem.Step{Index: 2, Transition: s.steps[2].String()})
+	pid, before := serverPid(t, spec, 2), dataOf(t, spec, 2)
+	rep, err := p.Apply(ctx, cem.Step{Index: 4, Transition: s.steps[4].String()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, a := range rep.Actions {
-		if a.Replica == 1 {
-			t.Errorf("the divergence acted on replica 1, outside its tree: %s", a.What)
+		if a.Replica == 2 {
+			t.Errorf("the divergence acted on replica 2, outside its tree: %s", a.What)
 		}
 	}
 	// It answers (so it runs and is not suspended), with the same process, data and role.
-	if after, role := dataOf(t, spec, 1), infoField(t, spec, 1, "replication", "role"); serverPid(t, spec, 1) != pid || !maps.Equal(before, after) || role != "master" {
-		t.Errorf("replica 1 changed: pid %d (was %d), data %v (was %v), role %s", serverPid(t, spec, 1), pid, after, before, role)
+	if after, role := dataOf(t, spec, 2), infoField(t, spec, 2, "replication", "role"); serverPid(t, spec, 2) != pid || !maps.Equal(before, after) || role != "master" {
+		t.Errorf("replica 2 changed: pid %d (was %d), data %v (was %v), role %s", serverPid(t, spec, 2), pid, after, before, role)
 	}
 }
 
@@ -166,31 +167,42 @@ func TestKnobs(t *testing.T) {
 				t.Errorf("replica 0 did not sync its replica over the socket (%v):\n%s", err, log)
 			}
 		}},
-		{"backlog ttl and failure wait", "slr", "D[1,0,0]", "repl_backlog_ttl = 1\nfailure_wait = \"3s\"", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
-			if !slices.Contains(r.actions(), "-1 wait 3s after the broken links (failure wait)") {
-				t.Errorf("no wait among %q", r.actions())
+		{"backlog ttl and the wait before the writes", "slr", "D[1,0,0]", "repl_backlog_ttl = 1\nwait_before_writes = \"3s\"", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
+			acts := r.actions()
+			wait := slices.Index(acts, "-1 wait 3s before write 1: a link broke (failure wait)")
+			write := slices.IndexFunc(acts, func(a string) bool { return strings.HasPrefix(a, "0 redis-0: write k1.1") })
+			if wait < 0 || write < wait {
+				t.Errorf("no wait before the write among %q", acts)
 			}
 			// Replica 0 lost its only replica: after the wait its backlog is gone.
 			if c, b := infoField(t, spec, 0, "replication", "connected_slaves"), infoField(t, spec, 0, "replication", "repl_backlog_active"); c != "0" || b != "0" {
 				t.Errorf("replica 0: connected_slaves %q, repl_backlog_active %q", c, b)
 			}
 		}},
-		{"no wait without broken links", "ssr", "D[0,1,1] C[0,1]<-,0,-> C[2]<-,0,1>", "failure_wait = \"3s\"\nprobe = false", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
+		{"the wait after the writes", "slr", "D[1,0,0]", "wait_after_writes = \"1s\"", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
+			acts := r.actions()
+			wait := slices.Index(acts, "-1 wait 1s after the writes: a link broke (failure wait)")
+			write := slices.IndexFunc(acts, func(a string) bool { return strings.HasPrefix(a, "0 redis-0: write k1.1") })
+			if write < 0 || wait < write {
+				t.Errorf("no wait after the write among %q", acts)
+			}
+		}},
+		{"no wait without broken links", "ssr", "D[0,1,1] C[0,1]<-,0,-> C[2]<-,0,1>", "wait_before_writes = \"3s\"\nwait_after_writes = \"3s\"\nprobe = false", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
 			// S/S/R starts with no links and suspends without breaking any.
 			if slices.ContainsFunc(r.actions(), func(a string) bool { return strings.Contains(a, "failure wait") }) {
 				t.Errorf("waited: %q", r.actions())
 			}
 		}},
 		{"workload", "slr", slr, "value_size = 1000\nsets_per_write = 4\ndatabases = 3\nkey_prefix = \"x:\"", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
-			// 4 SETs a write, spread over databases 0, 1, 2, 0 and on: the write, then the probe.
-			want := []string{"x:k1.1.1", "db1/x:k1.1.2", "db2/x:k1.1.3", "x:k1.1.4",
-				"db1/x:modulo-probe.1", "db2/x:modulo-probe.2", "x:modulo-probe.3", "db1/x:modulo-probe.4"}
+			// 4 SETs a write, all in the database of the first divergence (1 mod 3); the
+			// probe writes the same keys once more, with final values.
+			want := []string{"db1/x:k1.1.1", "db1/x:k1.1.2", "db1/x:k1.1.3", "db1/x:k1.1.4"}
 			for i, rd := range r.snap.Replicas {
-				if got := slices.Sorted(maps.Keys(rd.Data)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+				if got := slices.Sorted(maps.Keys(rd.Data)); !slices.Equal(got, want) {
 					t.Errorf("replica %d holds %v, want the keys %v", i, got, want)
 				}
 				for k, v := range rd.Data {
-					if len(v) != 1000 || !strings.HasPrefix(v, "test:") {
+					if len(v) != 1000 || !strings.HasPrefix(v, "test:k1.1:final.") {
 						t.Errorf("replica %d: %s = %.40q (%d bytes)", i, k, v, len(v))
 					}
 				}
@@ -200,21 +212,21 @@ func TestKnobs(t *testing.T) {
 			if got := configGet(t, spec, 0, "databases"); got != "20" {
 				t.Errorf("databases = %q", got)
 			}
-			if _, ok := r.snap.Replicas[2].Data["db19/k1.1.20"]; !ok {
-				t.Errorf("replica 2 lacks db19/k1.1.20: %v", slices.Sorted(maps.Keys(r.snap.Replicas[2].Data)))
+			if _, ok := r.snap.Replicas[2].Data["db1/k1.1.20"]; !ok {
+				t.Errorf("replica 2 lacks db1/k1.1.20: %v", slices.Sorted(maps.Keys(r.snap.Replicas[2].Data)))
 			}
 		}},
 		{"probe on", "slr", slr, "", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
 			for i, rd := range r.snap.Replicas {
-				if rd.Data["modulo-probe"] != "test:modulo-probe" {
-					t.Errorf("replica %d lacks the probe: %v", i, rd.Data)
+				if !maps.Equal(rd.Data, map[string]string{"k1.1": "test:k1.1:final"}) {
+					t.Errorf("replica %d holds %v, want k1.1 rewritten by the probe", i, rd.Data)
 				}
 			}
 		}},
 		{"probe off", "slr", slr, "probe = false", func(t *testing.T, spec cem.ClusterSpec, r *runResult) {
 			for i, rd := range r.snap.Replicas {
-				if _, ok := rd.Data["modulo-probe"]; ok {
-					t.Errorf("replica %d holds a probe: %v", i, rd.Data)
+				if !maps.Equal(rd.Data, map[string]string{"k1.1": "test:k1.1"}) {
+					t.Errorf("replica %d holds %v, want k1.1 as the divergence wrote it", i, rd.Data)
 				}
 			}
 		}},

@@ -7,8 +7,9 @@
 // writes only the configuration and commands that version accepts (package dialect: SLAVEOF
 // before 5.0, no protected-mode before 3.2, no diskless sync before 2.8.18, the AOF in
 // appendonlydir from 7.0, ...). Its waits observe the servers (INFO on both sides of a link,
-// GET); the one fixed wait is failure_wait, off by default. The configuration keys, their
-// defaults and the "paper" preset are those of Config.
+// GET); the fixed waits wait_before_writes and wait_after_writes are off by default. It sends
+// nothing that enters a replication stream but the schedule's writes. The configuration keys,
+// their defaults and the per-DRM "paper" preset are those of Config.
 package main
 
 import "github.com/modulo-testing/modulo/cem/kit"

@@ -26,13 +26,16 @@ type system struct {
 	dialect dialect.Dialect // what the server's version accepts
 	c       *kit.Cluster    // the cluster being run: its records and its links
 	servers map[*kit.Replica]*server
-	writes  map[string][]set // the SETs of each write of the cluster, by the kit's key
-	sets    int              // SETs of the cluster so far, which spread them over the databases
-	// acks holds, per replica, the acknowledgement request of the wait for its link (InSync).
-	// Anything that writes or moves a link clears it: a request made before no longer covers
-	// every write.
-	acks map[*kit.Replica]*ackRequest
+	writes  map[write][]set // the SETs of each write of the cluster
+	// acks holds, per replica, when InSync last asked it for an acknowledgement.
+	acks map[*kit.Replica]time.Time
+	// decode is the kit's decoder of the plugin's section, kept from Configure for Prepare,
+	// which resolves the preset for the cluster's DRM.
+	decode func(any) error
 }
+
+// write is one write of the kit: a key and its value (the probe writes a key once more).
+type write struct{ key, value string }
 
 // server is what the plugin keeps of one replica's server.
 type server struct {
@@ -68,8 +71,11 @@ const confName = "redis.conf"
 // commandTimeout bounds one command to a server when the caller's context has no deadline.
 const commandTimeout = 5 * time.Second
 
+// Configure checks the section; the settings of its preset for the cluster's DRM are applied
+// by Prepare.
 func (s *system) Configure(decode func(any) error) (err error) {
-	s.cfg, err = parseConfig(decode)
+	s.decode = decode
+	s.cfg, err = parseConfig(decode, "")
 	return err
 }
 
@@ -103,9 +109,12 @@ func (s *system) Version(ctx context.Context) (string, error) {
 	return v.String(), err
 }
 
-// Prepare finds the server and its version, and writes every replica's redis.conf in the
-// version's dialect.
-func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
+// Prepare applies the preset for the cluster's DRM, finds the server and its version, and
+// writes every replica's redis.conf in the version's dialect.
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
+	if s.cfg, err = parseConfig(s.decode, c.Spec.DRM); err != nil {
+		return err
+	}
 	path, v, err := s.findServer(ctx)
 	if err != nil {
 		return err
@@ -118,7 +127,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		sv.closeClients()
 	}
 	s.server, s.dialect, s.c = path, dl, c
-	s.servers, s.writes, s.sets, s.acks = map[*kit.Replica]*server{}, map[string][]set{}, 0, map[*kit.Replica]*ackRequest{}
+	s.servers, s.writes, s.acks = map[*kit.Replica]*server{}, map[write][]set{}, map[*kit.Replica]time.Time{}
 	for _, r := range c.Replicas {
 		ds, err := dl.Config(s.cfg.settings(r.Ports[0], r.Dir))
 		if err != nil {
@@ -138,7 +147,6 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	sv := s.servers[r]
 	sv.closeClients() // their connections were to the server's previous run
-	clear(s.acks)
 	args := []string{filepath.Join(r.Dir, confName)}
 	if sv.fromSnapshot {
 		args = append(args, "--appendonly", "no")
@@ -216,13 +224,15 @@ func (s *system) Ready(ctx context.Context, r *kit.Replica) (bool, string, error
 	return ok, "AOF rewrite: " + busy, nil
 }
 
-// setsOf returns the SETs that realise the kit's write of key = value: sets_per_write keys,
-// spread over the databases in turn, each value padded to value_size. A write that the kit
-// sends to several replicas is the same SETs on each.
+// setsOf returns the SETs that realise the kit's write of key = value: sets_per_write keys in
+// the database of the current divergence, each value padded to value_size. A write that the
+// kit sends to several replicas is the same SETs on each.
 func (s *system) setsOf(key, value string) []set {
-	if sets, ok := s.writes[key]; ok {
+	w := write{key, value}
+	if sets, ok := s.writes[w]; ok {
 		return sets
 	}
+	db := s.c.Divergences() % s.cfg.Databases
 	sets := make([]set, s.cfg.SetsPerWrite)
 	for m := range sets {
 		k, v := s.cfg.KeyPrefix+key, value
@@ -233,15 +243,13 @@ func (s *system) setsOf(key, value string) []set {
 		if pad := s.cfg.ValueSize - len(v); pad > 0 {
 			v += strings.Repeat(".", pad)
 		}
-		sets[m] = set{db: s.sets % s.cfg.Databases, key: k, value: v}
-		s.sets++
+		sets[m] = set{db: db, key: k, value: v}
 	}
-	s.writes[key] = sets
+	s.writes[w] = sets
 	return sets
 }
 
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
-	clear(s.acks)
 	for _, st := range s.setsOf(key, value) {
 		if err := s.client(r, st.db).Set(ctx, st.key, st.value, 0).Err(); err != nil {
 			return fmt.Errorf("SET %s: %w", st.name(), err)
@@ -343,7 +351,6 @@ func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 // replicaOf sends the command that the server's version knows: SLAVEOF before 5.0, REPLICAOF
 // from 5.0.
 func (s *system) replicaOf(ctx context.Context, r *kit.Replica, host, port string) error {
-	clear(s.acks)
 	cmd := s.dialect.ReplicaOf
 	if err := s.client(r, 0).Do(ctx, cmd, host, port).Err(); err != nil {
 		return fmt.Errorf("%s %s %s: %w", cmd, host, port, err)
@@ -352,7 +359,9 @@ func (s *system) replicaOf(ctx context.Context, r *kit.Replica, host, port strin
 	return nil
 }
 
-func (s *system) FailureWait() time.Duration { return s.cfg.FailureWait }
+func (s *system) FailureWaits() (before, after time.Duration) {
+	return s.cfg.WaitBeforeWrites, s.cfg.WaitAfterWrites
+}
 
 func (s *system) Probe() bool { return *s.cfg.Probe }
 

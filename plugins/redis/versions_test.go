@@ -52,7 +52,7 @@ func TestCommandsGolden(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real servers")
 	}
-	const text = "D[1,0](n,c) C[1]<1,->off2 C[0]<1,->"
+	const text = "D[1,0](n,c) C[1]<-,->off2 C[0]<1,->"
 	for _, v := range []dialect.Version{{Major: 2, Minor: 8, Patch: 0}, {Major: 4, Minor: 0, Patch: 0}, {Major: 5, Minor: 0, Patch: 14}, {Major: 7, Minor: 0, Patch: 15}} {
 		t.Run(v.String(), func(t *testing.T) {
 			server := debianServer
@@ -73,7 +73,7 @@ func TestCommandsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			fmt.Fprintf(&b, "# %s on redis-server %s; replica i listens on port <i>\n", text, v)
-			fmt.Fprintf(&b, "# links: %s; INFO sections in one call: %v; WAIT (acknowledgements on request): %v\n", d.ReplicaOf, d.MultiSectionInfo, d.Wait)
+			fmt.Fprintf(&b, "# links: %s; INFO sections in one call: %v; REPLCONF GETACK (acknowledgements on request): %v\n", d.ReplicaOf, d.MultiSectionInfo, d.GetAck)
 			step := func(name string) { fmt.Fprintf(&b, "%s\n", name) }
 			write := func(replica int, what string) {
 				what = pids.ReplaceAllString(what, "$1 PID")

@@ -12,8 +12,8 @@
 //     none of these, so 2.8.0 is the oldest version the plugin drives.
 //   - 2.8.18: repl-diskless-sync and repl-diskless-sync-delay, "diskless replication
 //     (experimental)" (2.8 branch, 00-RELEASENOTES, Redis 2.8.18).
-//   - 3.0.0: WAIT, and REPLCONF GETACK, with which a master asks its replicas for an
-//     acknowledgement (redis.io/commands/wait: "Available since 3.0.0").
+//   - 3.0.0: REPLCONF GETACK, with which a master asks its replicas for an acknowledgement
+//     (it came with WAIT: redis.io/commands/wait, "Available since 3.0.0").
 //   - 3.2.0: protected-mode (commit edd4d555 "New security feature: Redis protected mode").
 //   - 5.0.0: REPLICAOF, and replica-* names for the slave-* directives, which stay as
 //     aliases (redis.io/commands/replicaof: "Available since 5.0.0"; redis.io/commands/slaveof:
@@ -52,7 +52,7 @@ var (
 	// Oldest is the oldest version the plugin drives: PSYNC, the backlog and SCAN came in 2.8.
 	Oldest       = Version{2, 8, 0}
 	disklessSync = Version{2, 8, 18}
-	waitCommand  = Version{3, 0, 0}
+	getAck       = Version{3, 0, 0}
 	protected    = Version{3, 2, 0}
 	replicaOf    = Version{5, 0, 0}
 	multiPartAOF = Version{7, 0, 0}
@@ -86,9 +86,9 @@ type Dialect struct {
 	// MultiSectionInfo: INFO takes several sections in one call (7.0). Before, INFO takes one
 	// section and answers more with a syntax error.
 	MultiSectionInfo bool
-	// Wait: WAIT and REPLCONF GETACK exist (3.0), so a master can be made to ask its replicas
-	// for an acknowledgement now rather than at their once-a-second report.
-	Wait bool
+	// GetAck: REPLCONF GETACK exists (3.0), so a replica can be asked to acknowledge its
+	// offset now rather than at its once-a-second report.
+	GetAck bool
 	// AOF is the name, in the server's directory, of what holds its AOF: the directory
 	// appendonlydir (7.0) or the file appendonly.aof.
 	AOF string
@@ -112,7 +112,7 @@ func For(v Version) (Dialect, error) {
 		d.ReplicaOf = "REPLICAOF"
 	}
 	d.MultiSectionInfo = v.AtLeast(multiInfo)
-	d.Wait = v.AtLeast(waitCommand)
+	d.GetAck = v.AtLeast(getAck)
 	if v.AtLeast(multiPartAOF) {
 		d.AOF = aofDir
 	}
@@ -125,9 +125,11 @@ type Settings struct {
 	Port int
 	Dir  string
 	Hz   int
-	// AppendOnly and AppendFsync are appendonly and appendfsync.
-	AppendOnly  bool
-	AppendFsync string
+	// AppendOnly and AppendFsync are appendonly and appendfsync; AutoAOFRewriteMinSize is
+	// auto-aof-rewrite-min-size ("" keeps the server's default).
+	AppendOnly            bool
+	AppendFsync           string
+	AutoAOFRewriteMinSize string
 	// Save is the save setting: "" for no automatic snapshot, else pairs "seconds changes ...".
 	Save string
 	// Databases is how many logical databases the server has; 16 or fewer keep the default 16.
@@ -182,6 +184,9 @@ func (d Dialect) Config(s Settings) ([]Directive, error) {
 		add("appenddirname", aofDir)
 	}
 	add("appendfsync", s.AppendFsync)
+	if s.AutoAOFRewriteMinSize != "" {
+		add("auto-aof-rewrite-min-size", s.AutoAOFRewriteMinSize)
+	}
 	save, err := savePairs(s.Save)
 	if err != nil {
 		return nil, err

@@ -60,7 +60,7 @@ func TestFor(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.ReplicaOf != tt.replicaOf || d.AOF != tt.aof || d.MultiSectionInfo != tt.multiSectionInfo || d.Wait != tt.wait {
+			if d.ReplicaOf != tt.replicaOf || d.AOF != tt.aof || d.MultiSectionInfo != tt.multiSectionInfo || d.GetAck != tt.wait {
 				t.Errorf("For(%v) = %+v", tt.v, d)
 			}
 		})
