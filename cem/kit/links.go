@@ -31,9 +31,9 @@ import (
 //     disconnected replica keeps running and takes no write: a NONE replica that had a source
 //     (REPLICAOF NO ONE), and the primary that an OFFLINE_2 takes over from.
 type linkEngine struct {
-	p           *Plugin
-	l           Linker
-	snap        Snapshotter // S/CL/R only
+	p       *Plugin
+	l       Linker
+	snap    Snapshotter // S/CL/R only
 	variant aem.RedisVariant
 	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
 	waitBefore, waitAfter time.Duration
