@@ -468,7 +468,7 @@ func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.St
 			return err
 		}
 		r.promoted = false // it follows its source again, which resyncs it
-		if next.On[want] {
+		if e.chainOnline(next, i) {
 			if err := e.awaitInSync(ctx, r, e.reps()[want]); err != nil {
 				return err
 			}
@@ -518,8 +518,23 @@ func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error
 	return e.p.restart(ctx, to)
 }
 
-// awaitConverged waits until every online replica with an online source (and a link to it) is
-// in sync with it, then until every online replica has settled.
+// chainOnline tells whether every source above replica i in s, up to its tree's root, is
+// online: only then can its link sync. A server whose own source is suspended may refuse to
+// serve a sync (Redis 5 and later: NOMASTERLINK), so the wait belongs to the convergence that
+// brings the chain back whole.
+func (e *linkEngine) chainOnline(s *aem.State, i int) bool {
+	for k := 0; k < len(s.Src) && e.wantLink(s, i) != aem.NoSource; k++ {
+		i = e.wantLink(s, i)
+		if !s.On[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// awaitConverged waits until every online replica whose sources up to its root are online
+// (and that follows its source) is in sync with it, then until every online replica has
+// settled.
 func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
 	var online []*Replica
 	for i, r := range e.reps() {
@@ -527,7 +542,7 @@ func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
 			continue
 		}
 		online = append(online, r)
-		if src := e.wantLink(s, i); src != aem.NoSource && s.On[src] && r.link == src {
+		if src := e.wantLink(s, i); src != aem.NoSource && e.chainOnline(s, i) && r.link == src {
 			if err := e.awaitInSync(ctx, r, e.reps()[src]); err != nil {
 				return err
 			}

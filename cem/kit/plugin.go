@@ -183,9 +183,10 @@ func (p *Plugin) configure(data []byte) (string, error) {
 	return own.Break, nil
 }
 
-// newEngine picks the engine of d's model and checks that the system has what it needs, and
-// that its waits fit in the step timeout.
-func (p *Plugin) newEngine(d drms.DRM, stepTimeout time.Duration) (engine, error) {
+// newEngine picks the engine of d's model and checks that the system has what it needs; the
+// engine's policy, read once the system is prepared, checks that its waits fit in the step
+// timeout.
+func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 	need := func(ok bool, iface string) error {
 		if ok {
 			return nil
@@ -260,7 +261,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = DefaultStepTimeout
 	}
-	eng, err := p.newEngine(d, spec.StepTimeout)
+	eng, err := p.newEngine(d)
 	if err != nil {
 		return p.errorf("start", err)
 	}

@@ -90,6 +90,22 @@ func TestServerExitsAtStart(t *testing.T) {
 	}
 }
 
+// TestWaitLongerThanStepTimeout: a failure wait that no step could outlast is refused at Start,
+// in one line, before any server starts.
+func TestWaitLongerThanStepTimeout(t *testing.T) {
+	for _, key := range []string{"wait_before_writes", "wait_after_writes"} {
+		t.Run(key, func(t *testing.T) {
+			spec := testSpec(t, "slr", 1, 3, key+` = "25s"`)
+			p := newPlugin()
+			err := p.Start(context.Background(), spec)
+			oneLine(t, err, "failure wait", "(25s) must be at least 0 and shorter than the step timeout (20s)")
+			if err := p.Teardown(context.Background()); err != nil {
+				t.Errorf("Teardown after a failed Start: %v", err)
+			}
+		})
+	}
+}
+
 // TestServerVersion: Start refuses a binary whose version it cannot tell or cannot drive, and
 // a setting the version cannot honour, in one line naming the problem.
 func TestServerVersion(t *testing.T) {

@@ -78,6 +78,7 @@ type row struct {
 	campaign
 	server, version  string
 	run, failed      int
+	unfinished       int // incomplete or error
 	first            string
 	toFirst, elapsed time.Duration
 	replayed         string
@@ -208,8 +209,9 @@ func runCampaign(o options, c campaign, file, server string) (row, error) {
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	r.elapsed = time.Since(start)
+	// 1: failures found; 3: none, but some schedules incomplete or errored (the table counts them).
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) { // 1: failures found
+	if err != nil && !(errors.As(err, &exit) && (exit.ExitCode() == 1 || exit.ExitCode() == 3)) {
 		return r, fmt.Errorf("modulo run %s on %s: %w: %s", file, server, err, lastLine(stderr.String()))
 	}
 	dir := filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"))
@@ -225,6 +227,9 @@ func runCampaign(o options, c campaign, file, server string) (row, error) {
 	var first *results.Record
 	for i := range recs {
 		rec := &recs[i]
+		if rec.Verdict == results.Incomplete || rec.Verdict == results.Error {
+			r.unfinished++
+		}
 		if rec.Verdict != results.Fail {
 			continue
 		}
@@ -276,7 +281,7 @@ func printTable(f *os.File, rows []row, o options) {
 	defer w.Flush()
 	fmt.Fprintf(w, "Known-bug benchmark: modulo run --preset paper, %d workers; work in %s\n\n", o.workers, o.work)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "bug\tcampaign\tserver\tschedules run\tfailures\tfirst failing\ttime to it\tcampaign time\treplayed\tfailures by what they show")
+	fmt.Fprintln(tw, "bug\tcampaign\tserver\tschedules run\tfailures\tincomplete or error\tfirst failing\ttime to it\tcampaign time\treplayed\tfailures by what they show")
 	for _, r := range rows {
 		what := fmt.Sprintf("%s ops=%d n=%d", r.drm, r.ops, r.n)
 		if r.sample {
@@ -290,7 +295,7 @@ func printTable(f *os.File, rows []row, o options) {
 		for _, k := range slices.Sorted(maps.Keys(r.classes)) {
 			classes = append(classes, fmt.Sprintf("%s: %d", k, r.classes[k]))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.bug, what, r.version, r.run, r.failed, first, to,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.bug, what, r.version, r.run, r.failed, r.unfinished, first, to,
 			r.elapsed.Round(time.Second), replayed, strings.Join(classes, ", "))
 	}
 	tw.Flush()
