@@ -78,8 +78,14 @@ func BuildPlugin(t testing.TB, name, pkg string) string {
 // FreePorts returns the first of n consecutive ports on 127.0.0.1, below the ephemeral range,
 // reserved for t: test binaries of several packages run at once, so a range is claimed with a
 // lock file in the temporary directory, held until t ends, before its ports are checked free.
+//
+// It is also the project's one rule for tests that start servers: every such test reserves its
+// ports here, and under `go test -short` FreePorts skips it, so that -short needs no server.
 func FreePorts(t testing.TB, n int) int {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts servers (ports reserved with plugintest.FreePorts); run without -short")
+	}
 	blocks := (n + portBlock - 1) / portBlock
 	dir := filepath.Join(os.TempDir(), "modulo-test-ports")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
