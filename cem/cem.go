@@ -127,3 +127,11 @@ func IsNotReached(err error) bool {
 	var nr *NotReachedError
 	return errors.As(err, &nr)
 }
+
+// DefaultCallTimeout is the host's bound on one call to a plugin, for a step timeout and
+// cluster size: a plugin's Start may wait for each replica in turn, each wait bounded by the
+// step timeout, so the bound leaves room for every replica and two more waits. It only catches
+// a plugin that hangs.
+func DefaultCallTimeout(stepTimeout time.Duration, replicas int) time.Duration {
+	return time.Duration(replicas+2) * stepTimeout
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -69,13 +70,6 @@ type Campaign struct {
 // few local servers takes well under a second.
 const TeardownTimeout = 15 * time.Second
 
-// DefaultCallTimeout is the call timeout for a step timeout and cluster size: a plugin's Start
-// may wait for each replica in turn, each wait bounded by the step timeout, so the bound
-// leaves room for every replica and two more waits. It only catches a plugin that hangs.
-func DefaultCallTimeout(stepTimeout time.Duration, replicas int) time.Duration {
-	return time.Duration(replicas+2) * stepTimeout
-}
-
 // Stride is how many ports apart the ranges of two workers start: what a cluster needs,
 // rounded up to a multiple of 10 so that worker k's ports are easy to tell in logs.
 func Stride(replicas, portsPerReplica int) int {
@@ -85,8 +79,8 @@ func Stride(replicas, portsPerReplica int) int {
 
 // Summary counts a campaign's verdicts, those recorded by earlier runs included.
 type Summary struct {
-	Total                         uint64 // schedules the campaign was given
-	Pass, Fail, Incomplete, Error int
+	Total uint64 // schedules the campaign was given
+	oracle.Tally
 	// Skipped counts the schedules recorded by an earlier run, and not run again.
 	Skipped int
 	// Interrupted tells that the run was cancelled before every schedule had a verdict.
@@ -94,7 +88,7 @@ type Summary struct {
 }
 
 // Schedules is how many schedules have a verdict.
-func (s Summary) Schedules() int { return s.Pass + s.Fail + s.Incomplete + s.Error }
+func (s Summary) Schedules() int { return s.Tally.Total() }
 
 // Ran is how many schedules this run ran.
 func (s Summary) Ran() int { return s.Schedules() - s.Skipped }
@@ -103,19 +97,6 @@ func (s Summary) Ran() int { return s.Schedules() - s.Skipped }
 func (s Summary) String() string {
 	return fmt.Sprintf("schedules: %d, pass: %d, fail: %d, incomplete: %d, error: %d",
 		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error)
-}
-
-func (s *Summary) add(v results.Verdict) {
-	switch v {
-	case results.Pass:
-		s.Pass++
-	case results.Fail:
-		s.Fail++
-	case results.Incomplete:
-		s.Incomplete++
-	default:
-		s.Error++
-	}
 }
 
 // Run runs the campaign's schedules and records each verdict in c.Store, skipping schedules it
@@ -127,7 +108,7 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 		return Summary{}, fmt.Errorf("run: %d workers and a step timeout of %v: both must be positive", c.Workers, c.StepTimeout)
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout(c.StepTimeout, c.Header.Params.Replicas)
+		c.CallTimeout = cem.DefaultCallTimeout(c.StepTimeout, c.Header.Params.Replicas)
 	}
 	// Plugins run their servers in directories of their own: a relative path would not hold.
 	workRoot, err := filepath.Abs(filepath.Join(c.Store.Dir(), results.WorkDir))
@@ -213,10 +194,10 @@ func (r *run) feed(ctx context.Context, jobs chan<- schedules.Schedule) error {
 	}
 }
 
-func (r *run) count(v results.Verdict, skipped bool) {
+func (r *run) count(v oracle.Verdict, skipped bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.summary.add(v)
+	r.summary.Add(v)
 	if skipped {
 		r.summary.Skipped++
 	}
@@ -252,7 +233,7 @@ func (w *worker) loop(ctx context.Context, jobs <-chan schedules.Schedule) (err 
 
 // outcome is what running one schedule found.
 type outcome struct {
-	verdict results.Verdict
+	verdict oracle.Verdict
 	detail  string // one line
 	full    string // complete, for the failure folder; detail when empty
 	actions []results.StepActions
@@ -264,13 +245,13 @@ type outcome struct {
 }
 
 func (o *outcome) harness(format string, args ...any) {
-	o.verdict, o.detail = results.Error, fmt.Sprintf(format, args...)
+	o.verdict, o.detail = oracle.Error, fmt.Sprintf(format, args...)
 }
 
 // note adds a problem met after the verdict was reached: a pass becomes an error, since the
 // harness did not do its job, and any other verdict keeps its evidence.
 func (o *outcome) note(problem string) {
-	if o.verdict == results.Pass {
+	if o.verdict == oracle.Pass {
 		o.harness("%s", problem)
 		return
 	}
@@ -299,11 +280,11 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 	rec.End = time.Now()
 	// A schedule cut short by the interrupt has no verdict: the next run runs it. One that got
 	// as far as comparing data has one.
-	if ctx.Err() != nil && o.verdict != results.Pass && o.verdict != results.Fail {
+	if ctx.Err() != nil && o.verdict != oracle.Pass && o.verdict != oracle.Fail {
 		return os.RemoveAll(w.dir)
 	}
 	rec.Verdict, rec.Detail = o.verdict, o.detail
-	if o.verdict == results.Pass {
+	if o.verdict == oracle.Pass {
 		// The failure folder, if any, is an earlier run's error, which this pass replaces.
 		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
 			return fmt.Errorf("schedule %s passed: %w", s.ID, err)
@@ -368,7 +349,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 	rec.StartMS = millis(time.Since(t))
 	var nr *cem.NotReachedError
 	if errors.As(err, &nr) {
-		o.verdict = results.Incomplete
+		o.verdict = oracle.Incomplete
 		o.detail = "start: not reached before the deadline: " + nr.Awaited
 		return o
 	}
@@ -388,7 +369,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
 		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
 		if errors.As(err, &nr) {
-			o.verdict = results.Incomplete
+			o.verdict = oracle.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
 			return o
 		}
@@ -415,13 +396,13 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		return o
 	}
 	o.snap = &snap
-	if d := Compare(snap); d.Converged() {
-		o.verdict = results.Pass
+	if d := oracle.Compare(snap); d.Converged() {
+		o.verdict = oracle.Pass
 		if g := d.Groups(); g != "" {
 			o.detail = "converged within " + g + " (the system does not link them)"
 		}
 	} else {
-		o.verdict, o.detail, o.full = results.Fail, d.Line(), d.Report()
+		o.verdict, o.detail, o.full = oracle.Fail, d.Line(), d.Report()
 	}
 	return o
 }

@@ -3,7 +3,6 @@ package executor_test
 import (
 	"context"
 	"errors"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"io"
 	"net"
 	"os"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
 
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/executor"
@@ -97,7 +99,7 @@ func TestRunVerdicts(t *testing.T) {
 	h, all := readSchedules(t)
 	sys := newFakeSystem(t, 10)
 	type want struct {
-		verdict results.Verdict
+		verdict oracle.Verdict
 		detail  string // substring
 	}
 	// Schedules 0, 6 and 7 and the last pass; the others do what their behaviour says.
@@ -105,13 +107,13 @@ func TestRunVerdicts(t *testing.T) {
 		b behaviour
 		want
 	}{
-		1: {behaviour{diverge: true}, want{results.Fail, `1 key differs: key:1 (r0="` + all[1].ID + `" r1=<missing> r2="`}},
-		2: {behaviour{unreadable: true}, want{results.Fail, "replica 2 unreadable: connection refused"}},
-		3: {behaviour{notReached: 2}, want{results.Incomplete, "step 2 " + all[3].Steps[1].String() + ": not reached before the deadline: replica 2 in sync with replica 0"}},
-		4: {behaviour{crashAt: 1}, want{results.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
-		5: {behaviour{hangAt: 2}, want{results.Error, "the plugin did not answer within 2s"}},
-		8: {behaviour{startErr: "redis-server: no such file"}, want{results.Error, "start: redis-server: no such file"}},
-		9: {behaviour{unready: true}, want{results.Incomplete, "start: not reached before the deadline: a leader"}},
+		1: {behaviour{diverge: true}, want{oracle.Fail, `1 key differs: key:1 (r0="` + all[1].ID + `" r1=<missing> r2="`}},
+		2: {behaviour{unreadable: true}, want{oracle.Fail, "replica 2 unreadable: connection refused"}},
+		3: {behaviour{notReached: 2}, want{oracle.Incomplete, "step 2 " + all[3].Steps[1].String() + ": not reached before the deadline: replica 2 in sync with replica 0"}},
+		4: {behaviour{crashAt: 1}, want{oracle.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
+		5: {behaviour{hangAt: 2}, want{oracle.Error, "the plugin did not answer within 2s"}},
+		8: {behaviour{startErr: "redis-server: no such file"}, want{oracle.Error, "start: redis-server: no such file"}},
+		9: {behaviour{unready: true}, want{oracle.Incomplete, "start: not reached before the deadline: a leader"}},
 	}
 	for i, c := range cases {
 		sys.behave[all[i].ID] = c.b
@@ -128,7 +130,7 @@ func TestRunVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys.check()
-	wantSum := executor.Summary{Total: 10, Pass: 3, Fail: 2, Incomplete: 2, Error: 3}
+	wantSum := executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 3, Fail: 2, Incomplete: 2, Error: 3}}
 	if sum != wantSum {
 		t.Errorf("summary = %+v, want %+v", sum, wantSum)
 	}
@@ -149,7 +151,7 @@ func TestRunVerdicts(t *testing.T) {
 	}
 	for i, s := range ss {
 		r := recs[s.ID]
-		w := want{verdict: results.Pass}
+		w := want{verdict: oracle.Pass}
 		if c, ok := cases[i]; ok {
 			w = c.want
 		}
@@ -159,11 +161,11 @@ func TestRunVerdicts(t *testing.T) {
 		if r.DRM != "ssr" || r.Plugin != "fake" || r.PluginVersion != "1.0" || r.ServerVersion != "sleep 1" || r.End.Before(r.Start) {
 			t.Errorf("schedule %d: record %+v", i, r)
 		}
-		if w.verdict == results.Pass && len(r.StepsMS) != len(s.Steps) {
+		if w.verdict == oracle.Pass && len(r.StepsMS) != len(s.Steps) {
 			t.Errorf("schedule %d: %d step timings, want %d", i, len(r.StepsMS), len(s.Steps))
 		}
 		_, err := os.Stat(st.FailureDir(s.ID))
-		if hasFolder := err == nil; hasFolder != (w.verdict != results.Pass) {
+		if hasFolder := err == nil; hasFolder != (w.verdict != oracle.Pass) {
 			t.Errorf("schedule %d (%s): failure folder exists = %v", i, w.verdict, hasFolder)
 		}
 	}
@@ -239,7 +241,7 @@ func TestRunBusyPort(t *testing.T) {
 	}
 	want := "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use"
 	for id, r := range recordsByID(t, dir) {
-		if r.Verdict != results.Error || r.Detail != want {
+		if r.Verdict != oracle.Error || r.Detail != want {
 			t.Errorf("schedule %s: %s %q, want error %q", id, r.Verdict, r.Detail, want)
 		}
 	}
@@ -294,7 +296,7 @@ func TestRunInterruptAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys2.check()
-	want := executor.Summary{Total: uint64(len(all)), Pass: len(all), Skipped: 5}
+	want := executor.Summary{Total: uint64(len(all)), Tally: oracle.Tally{Pass: len(all)}, Skipped: 5}
 	if sum != want {
 		t.Errorf("resumed summary = %+v, want %+v", sum, want)
 	}
@@ -314,7 +316,7 @@ func TestRunResumeNeedsSameVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range all[:4] {
-		if err := old.Append(results.Record{ID: s.ID, DRM: "ssr", Verdict: results.Fail, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 0"}); err != nil {
+		if err := old.Append(results.Record{ID: s.ID, DRM: "ssr", Verdict: oracle.Fail, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 0"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -390,7 +392,7 @@ func TestRunRetriesErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys2.check()
-	if want := (executor.Summary{Total: 3, Pass: 3}); sum != want {
+	if want := (executor.Summary{Total: 3, Tally: oracle.Tally{Pass: 3}}); sum != want {
 		t.Errorf("second run = %+v, want %+v", sum, want)
 	}
 	for _, s := range all[:3] {

@@ -3,7 +3,6 @@ package executor_test
 import (
 	"bytes"
 	"context"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -111,25 +113,25 @@ func checkRun(t *testing.T, r redisRun, total uint64, resultsDir string) []resul
 	s := executor.Summary{Total: total}
 	for _, rec := range recs {
 		switch rec.Verdict {
-		case results.Pass:
+		case oracle.Pass:
 			s.Pass++
-		case results.Fail:
+		case oracle.Fail:
 			s.Fail++
-		case results.Incomplete:
+		case oracle.Incomplete:
 			s.Incomplete++
-		case results.Error:
+		case oracle.Error:
 			s.Error++
 		}
-		if rec.Verdict == results.Pass {
+		if rec.Verdict == oracle.Pass {
 			continue
 		}
 		t.Logf("schedule %s: %s: %s", rec.ID, rec.Verdict, rec.Detail)
 		fd := filepath.Join(r.campaign, results.FailuresDir, rec.ID)
 		names := []string{results.ScheduleText, results.VerdictText, results.ActionsText}
-		if rec.Verdict != results.Error { // the servers ran, and logged
+		if rec.Verdict != oracle.Error { // the servers ran, and logged
 			names = append(names, results.LogsDir, results.ClusterDir)
 		}
-		if rec.Verdict == results.Fail {
+		if rec.Verdict == oracle.Fail {
 			names = append(names, results.ReplicasJSON)
 		}
 		for _, name := range names {
@@ -168,7 +170,7 @@ func TestRedisEndToEnd(t *testing.T) {
 			recs := checkRun(t, r, total, resultsDir)
 			// A harness fault on real servers, with nothing else running, is a bug.
 			for _, rec := range recs {
-				if rec.Verdict == results.Error {
+				if rec.Verdict == oracle.Error {
 					t.Errorf("schedule %s: error: %s", rec.ID, rec.Detail)
 				}
 				if rec.PluginVersion == "" || !strings.Contains(rec.ServerVersion, "7.0") {
@@ -273,7 +275,7 @@ func TestRedisPluginDies(t *testing.T) {
 	recs := checkRun(t, r, total, resultsDir)
 	var errs []results.Record
 	for _, rec := range recs {
-		if rec.Verdict == results.Error {
+		if rec.Verdict == oracle.Error {
 			errs = append(errs, rec)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/modulo-testing/modulo/cem"
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // dataTable is every replica's final data side by side, a row per key, with the keys the
@@ -39,7 +39,7 @@ type dataCell struct {
 const maxAgreeing = 40
 
 func newDataTable(snap *cem.Snapshot) *dataTable {
-	d := executor.Compare(*snap)
+	d := oracle.Compare(*snap)
 	t := &dataTable{DiffKeys: len(d.Keys), Groups: d.Groups()}
 	unreadable := map[int]bool{}
 	for _, u := range d.Unreadable {
@@ -103,10 +103,10 @@ func newDataTable(snap *cem.Snapshot) *dataTable {
 
 // oddOnes marks, within each group, the readable replicas whose value of k is not the one
 // most of the group hold (the first replica's on a tie).
-func oddOnes(k executor.KeyDiff, group []int, unreadable map[int]bool) map[int]bool {
+func oddOnes(k oracle.KeyDiff, group []int, unreadable map[int]bool) map[int]bool {
 	type gv struct {
 		g int
-		v executor.Value
+		v oracle.Value
 	}
 	count := map[gv]int{}
 	for i, v := range k.Values {
@@ -114,7 +114,7 @@ func oddOnes(k executor.KeyDiff, group []int, unreadable map[int]bool) map[int]b
 			count[gv{group[i], v}]++
 		}
 	}
-	best := map[int]executor.Value{}
+	best := map[int]oracle.Value{}
 	bestN := map[int]int{}
 	for i, v := range k.Values {
 		if unreadable[i] {

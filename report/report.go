@@ -24,6 +24,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -184,7 +185,7 @@ func coverage(s *results.Summary) *chart {
 		if r.End.After(prevEnd) {
 			prevEnd = r.End
 		}
-		if r.Verdict == results.Error || seen[r.ID] {
+		if r.Verdict == oracle.Error || seen[r.ID] {
 			continue
 		}
 		seen[r.ID] = true
@@ -193,7 +194,7 @@ func coverage(s *results.Summary) *chart {
 			share = float64(len(seen)) / float64(s.Total)
 		}
 		pts = append(pts, point{active.Seconds(), share})
-		if r.Verdict == results.Fail && !failed[r.ID] {
+		if r.Verdict == oracle.Fail && !failed[r.ID] {
 			failed[r.ID] = true
 			fails = append(fails, point{active.Seconds(), share})
 			failIDs = append(failIDs, r.ID)
@@ -293,7 +294,7 @@ func stepKind(t *aem.Transition) string {
 // errors, each in the order recorded; the first MaxDrawn are drawn.
 func (p *page) failures(s *results.Summary) {
 	np := s.NotPassed()
-	order := map[results.Verdict]int{results.Fail: 0, results.Incomplete: 1, results.Error: 2}
+	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2}
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
 	for i, r := range np {
 		f := &failure{Record: r, Label: s.Label(r), Detail: r.Detail}

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/report"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -213,7 +213,7 @@ func TestReportContent(t *testing.T) {
 			}
 			fails := map[string]bool{}
 			for _, r := range s.All {
-				if r.Verdict == results.Fail {
+				if r.Verdict == oracle.Fail {
 					fails[r.ID] = true
 				}
 			}
@@ -314,7 +314,7 @@ func checkFailure(t *testing.T, s *results.Summary, r results.Record, sec *html.
 	if f.Snapshot == nil {
 		return
 	}
-	d := executor.Compare(*f.Snapshot)
+	d := oracle.Compare(*f.Snapshot)
 	tables := find(sec, tagClass("table", "data"))
 	if len(tables) != 1 {
 		t.Fatalf("%s: %d data tables", r.ID, len(tables))

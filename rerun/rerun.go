@@ -17,6 +17,7 @@ import (
 
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -38,7 +39,7 @@ type Setup struct {
 type Options struct {
 	Repeat int
 	// Until, when set, ends the runs early at the first whose verdict it is.
-	Until results.Verdict
+	Until oracle.Verdict
 	// Dir is a directory that does not exist yet: run k's results go to Dir/<k>, k from 1.
 	Dir string
 }
@@ -52,7 +53,7 @@ type Result struct {
 }
 
 // Count counts the runs whose verdict is v.
-func (r Result) Count(v results.Verdict) int {
+func (r Result) Count(v oracle.Verdict) int {
 	n := 0
 	for _, rec := range r.Records {
 		if rec.Verdict == v {
@@ -62,9 +63,18 @@ func (r Result) Count(v results.Verdict) int {
 	return n
 }
 
-// Verdicts counts the runs by verdict.
-func (r Result) Verdicts() map[results.Verdict]int {
-	m := map[results.Verdict]int{}
+// Tally counts the runs' verdicts.
+func (r Result) Tally() oracle.Tally {
+	var t oracle.Tally
+	for _, rec := range r.Records {
+		t.Add(rec.Verdict)
+	}
+	return t
+}
+
+// Verdicts counts the runs by verdict, as the records of reproductions keep them.
+func (r Result) Verdicts() map[oracle.Verdict]int {
+	m := map[oracle.Verdict]int{}
 	for _, rec := range r.Records {
 		m[rec.Verdict]++
 	}

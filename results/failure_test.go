@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -43,7 +44,7 @@ func TestWriteFailure(t *testing.T) {
 
 	at := time.Date(2024, 1, 2, 3, 4, 5, 600, time.UTC)
 	f := results.Failure{
-		Header: h, Schedule: s, Record: record(s.ID, results.Fail),
+		Header: h, Schedule: s, Record: record(s.ID, oracle.Fail),
 		Detail: "1 key differs:\n  key:1\n    replica 0: \"v\"\n    replica 1: <missing>\n    replica 2: \"v\"\n",
 		Actions: []results.StepActions{
 			{Step: 0, Transition: s.Steps[0].String(), Actions: []cem.Action{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -22,7 +23,7 @@ type Folder struct {
 	Dir      string
 	Schedule schedules.Schedule
 	Body     string // the schedule's transitions as its line holds them
-	Verdict  Verdict
+	Verdict  oracle.Verdict
 	Detail   string // complete
 	Actions  []StepActions
 	// Snapshot is every replica's data; nil when the run did not get that far.
@@ -62,7 +63,7 @@ func (f *Folder) read() error {
 	if !ok {
 		return fmt.Errorf("%s: no verdict line", VerdictText)
 	}
-	f.Verdict, f.Detail = Verdict(v), strings.TrimRight(detail, "\n")
+	f.Verdict, f.Detail = oracle.Verdict(v), strings.TrimRight(detail, "\n")
 
 	if f.Actions, err = readActions(filepath.Join(f.Dir, ActionsText)); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -25,7 +26,7 @@ func TestReadFailureRoundTrip(t *testing.T) {
 	st := openStore(t, dir, campaign)
 	at := time.Date(2024, 1, 2, 3, 4, 5, 123456000, time.UTC)
 	f := results.Failure{
-		Header: h, Schedule: s, Record: record(s.ID, results.Fail),
+		Header: h, Schedule: s, Record: record(s.ID, oracle.Fail),
 		Detail: "1 key differs:\n  k\n    replica 0: \"v\"\n    replica 1: <missing>\n    replica 2: \"v\"",
 		Actions: []results.StepActions{
 			{Step: 0, Transition: s.Steps[0].String(), Actions: []cem.Action{
@@ -45,7 +46,7 @@ func TestReadFailureRoundTrip(t *testing.T) {
 	if got.Schedule.ID != s.ID || !reflect.DeepEqual(got.Schedule.Steps, s.Steps) || got.Body != string(schedules.Body(s.Steps)) {
 		t.Errorf("schedule = %+v, body %q; want %+v", got.Schedule, got.Body, s)
 	}
-	if got.Verdict != results.Fail || got.Detail != f.Detail {
+	if got.Verdict != oracle.Fail || got.Detail != f.Detail {
 		t.Errorf("verdict %q, detail:\n%s\nwant fail and:\n%s", got.Verdict, got.Detail, f.Detail)
 	}
 	if !reflect.DeepEqual(got.Actions, f.Actions) {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // Names of what replaying and shrinking add to a results directory. records.jsonl stays the
@@ -27,11 +29,11 @@ const (
 type Reproduction struct {
 	ID string `json:"id"`
 	// Want is the verdict to reproduce: the one the campaign recorded.
-	Want Verdict `json:"want"`
+	Want oracle.Verdict `json:"want"`
 	// Repeat counts the runs that reached a verdict; Reproduced those whose verdict was Want.
-	Repeat     int             `json:"repeat"`
-	Reproduced int             `json:"reproduced"`
-	Verdicts   map[Verdict]int `json:"verdicts"`
+	Repeat     int                    `json:"repeat"`
+	Reproduced int                    `json:"reproduced"`
+	Verdicts   map[oracle.Verdict]int `json:"verdicts"`
 	// By is the command that replayed: "replay", or "shrink" confirming the failure it shrinks.
 	By string `json:"by"`
 	// Dir holds the runs' own results (their actions, data and logs), relative to the campaign
@@ -49,7 +51,7 @@ func (r Reproduction) Rate() string { return fmt.Sprintf("%d/%d", r.Reproduced, 
 
 // Flaky tells that a non-pass verdict reproduced in none of at least one run: not a bug
 // until it shows again.
-func (r Reproduction) Flaky() bool { return r.Want != Pass && r.Repeat > 0 && r.Reproduced == 0 }
+func (r Reproduction) Flaky() bool { return r.Want != oracle.Pass && r.Repeat > 0 && r.Reproduced == 0 }
 
 // AppendReproduction appends r to the reproductions of the campaign in dir: one write of one
 // line to a file opened for appending, then fsync, so that concurrent replays do not mix

@@ -32,21 +32,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-)
 
-// Verdict is what a schedule's run concluded.
-type Verdict string
-
-// The four verdicts.
-const (
-	// Pass: every replica holds the same data.
-	Pass Verdict = "pass"
-	// Fail: the replicas differ, or one could not be read: a convergence failure.
-	Fail Verdict = "fail"
-	// Incomplete: the cluster never reached the state a step needed before its deadline.
-	Incomplete Verdict = "incomplete"
-	// Error: a fault of the harness, such as a dead plugin or a busy port.
-	Error Verdict = "error"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // Names of the files of a results directory.
@@ -80,9 +67,9 @@ type Campaign struct {
 
 // Record is what one schedule's run found.
 type Record struct {
-	ID      string  `json:"id"`
-	DRM     string  `json:"drm"`
-	Verdict Verdict `json:"verdict"`
+	ID      string         `json:"id"`
+	DRM     string         `json:"drm"`
+	Verdict oracle.Verdict `json:"verdict"`
 	// Detail says why a schedule did not pass, in one line.
 	Detail        string    `json:"detail,omitempty"`
 	Plugin        string    `json:"plugin"`
@@ -107,7 +94,7 @@ type Store struct {
 	records *os.File
 	// recorded holds the verdicts of the schedules recorded by the campaign's DRM, plugin and
 	// server versions, but for errors; a later record of an ID replaces an earlier one.
-	recorded map[string]Verdict
+	recorded map[string]oracle.Verdict
 }
 
 // Open opens or creates the results directory dir for campaign c. A directory holding the
@@ -149,7 +136,7 @@ func Open(dir string, c Campaign) (*Store, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", recordsPath, err)
 	}
-	s := &Store{dir: dir, records: f, recorded: map[string]Verdict{}}
+	s := &Store{dir: dir, records: f, recorded: map[string]oracle.Verdict{}}
 	good, err := readRecords(recordsPath, func(r *Record) {
 		if r.DRM == c.DRM && r.Plugin == c.Plugin && r.PluginVersion == c.PluginVersion && r.ServerVersion == c.ServerVersion {
 			s.remember(r.ID, r.Verdict)
@@ -191,7 +178,7 @@ func (s *Store) Dir() string { return s.dir }
 
 // Recorded returns the verdict recorded for schedule id by the campaign's DRM, plugin and
 // server versions, if it is not an error.
-func (s *Store) Recorded(id string) (Verdict, bool) {
+func (s *Store) Recorded(id string) (oracle.Verdict, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.recorded[id]
@@ -225,8 +212,8 @@ func (s *Store) Append(r Record) error {
 }
 
 // remember takes a schedule's latest verdict: errors are forgotten, so that they are retried.
-func (s *Store) remember(id string, v Verdict) {
-	if v == Error {
+func (s *Store) remember(id string, v oracle.Verdict) {
+	if v == oracle.Error {
 		delete(s.recorded, id)
 		return
 	}

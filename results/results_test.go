@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -23,7 +24,7 @@ var campaign = results.Campaign{
 	Started: time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 }
 
-func record(id string, v results.Verdict) results.Record {
+func record(id string, v oracle.Verdict) results.Record {
 	return results.Record{
 		ID: id, DRM: "ssr", Verdict: v, Plugin: "redis", PluginVersion: "0.1.0", ServerVersion: "7.0.15",
 		Start: campaign.Started, End: campaign.Started.Add(time.Second), StepsMS: []float64{1.5, 2},
@@ -49,7 +50,7 @@ func appendForever(dir string) {
 		os.Exit(1)
 	}
 	for i := 0; ; i++ {
-		r := record(fmt.Sprintf("%016x", i), results.Fail)
+		r := record(fmt.Sprintf("%016x", i), oracle.Fail)
 		// Long details make each write big, so that a kill can land in the middle of one.
 		r.Detail = strings.Repeat("d", 1+(i%7)*40000)
 		if err := st.Append(r); err != nil {
@@ -73,7 +74,7 @@ func openStore(t *testing.T, dir string, c results.Campaign) *results.Store {
 func TestAppendAndRead(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir, campaign)
-	want := []results.Record{record("0000000000000001", results.Pass), record("0000000000000002", results.Fail)}
+	want := []results.Record{record("0000000000000001", oracle.Pass), record("0000000000000002", oracle.Fail)}
 	want[1].Detail = "1 key differs: key:1"
 	for _, r := range want {
 		if err := st.Append(r); err != nil {
@@ -87,7 +88,7 @@ func TestAppendAndRead(t *testing.T) {
 	if len(got) != 2 || got[1].Detail != want[1].Detail || !got[0].Start.Equal(want[0].Start) || got[1].StepsMS[0] != 1.5 {
 		t.Fatalf("read %+v, want %+v", got, want)
 	}
-	if v, ok := st.Recorded("0000000000000002"); !ok || v != results.Fail {
+	if v, ok := st.Recorded("0000000000000002"); !ok || v != oracle.Fail {
 		t.Errorf("Recorded = %v %v", v, ok)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, results.RecordsFile))
@@ -102,7 +103,7 @@ func TestAppendAndRead(t *testing.T) {
 func TestTornLastRecord(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, results.RecordsFile)
-	good, err := json.Marshal(record("0000000000000001", results.Pass))
+	good, err := json.Marshal(record("0000000000000001", oracle.Pass))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestTornLastRecord(t *testing.T) {
 	if _, ok := st.Recorded("0000000000000002"); ok {
 		t.Error("the torn record counts as recorded")
 	}
-	if err := st.Append(record("0000000000000003", results.Fail)); err != nil {
+	if err := st.Append(record("0000000000000003", oracle.Fail)); err != nil {
 		t.Fatal(err)
 	}
 	rs, err = results.ReadRecords(path)
@@ -184,7 +185,7 @@ func TestKilledWriter(t *testing.T) {
 			}
 		}
 		st := openStore(t, dir, campaign)
-		if err := st.Append(record("ffffffffffffffff", results.Pass)); err != nil {
+		if err := st.Append(record("ffffffffffffffff", oracle.Pass)); err != nil {
 			t.Fatal(err)
 		}
 		after, err := results.ReadRecords(filepath.Join(dir, results.RecordsFile))
@@ -201,7 +202,7 @@ func TestResumeOnlySameVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := func(f func(*results.Record)) results.Record {
-		r := record("", results.Pass)
+		r := record("", oracle.Pass)
 		f(&r)
 		return r
 	}
@@ -211,11 +212,11 @@ func TestResumeOnlySameVersions(t *testing.T) {
 		other(func(r *results.Record) { r.ID = "c"; r.PluginVersion = "0.0.9" }),
 		other(func(r *results.Record) { r.ID = "d"; r.Plugin = "other" }),
 		other(func(r *results.Record) { r.ID = "e"; r.DRM = "slr" }),
-		other(func(r *results.Record) { r.ID = "f"; r.Verdict = results.Error }),
-		other(func(r *results.Record) { r.ID = "f"; r.Verdict = results.Fail }), // the later record counts
-		other(func(r *results.Record) { r.ID = "g"; r.Verdict = results.Incomplete }),
-		other(func(r *results.Record) { r.ID = "g"; r.Verdict = results.Error }), // errors are retried
-		other(func(r *results.Record) { r.ID = "h"; r.Verdict = results.Error }),
+		other(func(r *results.Record) { r.ID = "f"; r.Verdict = oracle.Error }),
+		other(func(r *results.Record) { r.ID = "f"; r.Verdict = oracle.Fail }), // the later record counts
+		other(func(r *results.Record) { r.ID = "g"; r.Verdict = oracle.Incomplete }),
+		other(func(r *results.Record) { r.ID = "g"; r.Verdict = oracle.Error }), // errors are retried
+		other(func(r *results.Record) { r.ID = "h"; r.Verdict = oracle.Error }),
 	} {
 		if err := st.Append(r); err != nil {
 			t.Fatal(err)
@@ -229,7 +230,7 @@ func TestResumeOnlySameVersions(t *testing.T) {
 	if n := st.RecordedCount(); n != 2 {
 		t.Errorf("RecordedCount = %d, want 2", n)
 	}
-	for id, want := range map[string]results.Verdict{"a": results.Pass, "f": results.Fail} {
+	for id, want := range map[string]oracle.Verdict{"a": oracle.Pass, "f": oracle.Fail} {
 		if v, ok := st.Recorded(id); !ok || v != want {
 			t.Errorf("Recorded(%s) = %v %v, want %v", id, v, ok, want)
 		}

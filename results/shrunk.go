@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -30,10 +31,10 @@ type Shrunk struct {
 	Smallest Shape `json:"smallest"`
 	// Repeat and Reproduced say how often Smallest failed when it was run Repeat times at the
 	// end.
-	Repeat     int         `json:"repeat"`
-	Reproduced int         `json:"reproduced"`
-	Want       Verdict     `json:"want"`
-	Tries      []ShrinkTry `json:"tries"`
+	Repeat     int            `json:"repeat"`
+	Reproduced int            `json:"reproduced"`
+	Want       oracle.Verdict `json:"want"`
+	Tries      []ShrinkTry    `json:"tries"`
 	// Dir holds the final runs of Smallest, relative to the campaign directory.
 	Dir   string    `json:"dir"`
 	Start time.Time `json:"start"`
@@ -55,8 +56,8 @@ type ShrinkTry struct {
 	// Edit says how the candidate was made from the schedule it shrinks.
 	Edit string `json:"edit"`
 	// Runs is how many times it was run: until it failed, at most the shrink's repeat count.
-	Runs     int             `json:"runs"`
-	Verdicts map[Verdict]int `json:"verdicts"`
+	Runs     int                    `json:"runs"`
+	Verdicts map[oracle.Verdict]int `json:"verdicts"`
 	// Failed tells that it reproduced the verdict, and became the schedule to shrink further.
 	Failed bool   `json:"failed"`
 	Dir    string `json:"dir"` // its runs, relative to the campaign directory

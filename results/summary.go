@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -100,31 +101,28 @@ func (s *Summary) Flaky(id string) bool {
 // Label is what the results call a record: its verdict, or "flaky" for a non-pass that its
 // latest replay did not reproduce once.
 func (s *Summary) Label(r Record) string {
-	if r.Verdict != Pass && s.Flaky(r.ID) {
+	if r.Verdict != oracle.Pass && s.Flaky(r.ID) {
 		return FlakyLabel
 	}
 	return string(r.Verdict)
 }
 
+// Counts counts the holding records by label: the verdicts, and the failures labelled flaky.
 // Counts counts the holding records by label.
-type Counts struct{ Pass, Fail, Flaky, Incomplete, Error int }
+type Counts struct {
+	oracle.Tally
+	Flaky int
+}
 
 // Counts counts the holding records by label: a flaky failure counts as flaky, not as fail.
 func (s *Summary) Counts() Counts {
 	var c Counts
 	for _, r := range s.Latest {
-		switch s.Label(r) {
-		case FlakyLabel:
+		if s.Label(r) == FlakyLabel {
 			c.Flaky++
-		case string(Pass):
-			c.Pass++
-		case string(Fail):
-			c.Fail++
-		case string(Incomplete):
-			c.Incomplete++
-		default:
-			c.Error++
+			continue
 		}
+		c.Add(r.Verdict)
 	}
 	return c
 }
@@ -134,7 +132,7 @@ func (s *Summary) Counts() Counts {
 func (s *Summary) Done() int {
 	n := 0
 	for _, r := range s.Latest {
-		if r.Verdict != Error {
+		if r.Verdict != oracle.Error {
 			n++
 		}
 	}
@@ -145,7 +143,7 @@ func (s *Summary) Done() int {
 func (s *Summary) NotPassed() []Record {
 	var out []Record
 	for _, r := range s.Latest {
-		if r.Verdict != Pass {
+		if r.Verdict != oracle.Pass {
 			out = append(out, r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -39,7 +40,7 @@ func TestReadSummaryRecorded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			last := map[string]results.Verdict{}
+			last := map[string]oracle.Verdict{}
 			for _, r := range recs {
 				last[r.ID] = r.Verdict
 			}
@@ -57,13 +58,13 @@ func TestReadSummaryRecorded(t *testing.T) {
 			var want results.Counts
 			for id, v := range last {
 				switch {
-				case v != results.Pass && flaky[id]:
+				case v != oracle.Pass && flaky[id]:
 					want.Flaky++
-				case v == results.Pass:
+				case v == oracle.Pass:
 					want.Pass++
-				case v == results.Fail:
+				case v == oracle.Fail:
 					want.Fail++
-				case v == results.Incomplete:
+				case v == oracle.Incomplete:
 					want.Incomplete++
 				default:
 					want.Error++
@@ -76,7 +77,7 @@ func TestReadSummaryRecorded(t *testing.T) {
 				t.Errorf("done %d, want %d", s.Done(), len(last)-want.Error)
 			}
 			for _, r := range s.Latest {
-				if label := s.Label(r); (label == "flaky") != (r.Verdict != results.Pass && flaky[r.ID]) {
+				if label := s.Label(r); (label == "flaky") != (r.Verdict != oracle.Pass && flaky[r.ID]) {
 					t.Errorf("%s (%s) labelled %s", r.ID, r.Verdict, label)
 				}
 			}
@@ -163,9 +164,9 @@ func TestReproductions(t *testing.T) {
 	}
 	at := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 	want := []results.Reproduction{
-		{ID: "0123456789abcdef", Want: results.Fail, Repeat: 3, Reproduced: 3, Verdicts: map[results.Verdict]int{results.Fail: 3},
+		{ID: "0123456789abcdef", Want: oracle.Fail, Repeat: 3, Reproduced: 3, Verdicts: map[oracle.Verdict]int{oracle.Fail: 3},
 			By: "replay", Dir: "replays/x", PluginConfig: "a = \"<b>\"\n", Start: at, End: at},
-		{ID: "0123456789abcdef", Want: results.Fail, Repeat: 2, Reproduced: 0, Verdicts: map[results.Verdict]int{results.Pass: 2},
+		{ID: "0123456789abcdef", Want: oracle.Fail, Repeat: 2, Reproduced: 0, Verdicts: map[oracle.Verdict]int{oracle.Pass: 2},
 			By: "replay", Dir: "replays/y", Start: at, End: at},
 	}
 	for _, r := range want {
@@ -215,9 +216,9 @@ func TestWriteShrunk(t *testing.T) {
 	sh := results.Shrunk{
 		Of:       results.Shape{ID: "0123456789abcdef", Body: "D[1,0,0] C[1]<-,0,->", Steps: 4, Ops: 2},
 		Smallest: results.Shape{ID: small.ID, Body: body, Steps: len(small.Steps), Ops: 1},
-		Repeat:   3, Reproduced: 2, Want: results.Fail,
+		Repeat:   3, Reproduced: 2, Want: oracle.Fail,
 		Tries: []results.ShrinkTry{{Shape: results.Shape{ID: small.ID, Body: body, Steps: len(small.Steps), Ops: 1},
-			Edit: "dropped steps 3-4", Runs: 1, Verdicts: map[results.Verdict]int{results.Fail: 1}, Failed: true}},
+			Edit: "dropped steps 3-4", Runs: 1, Verdicts: map[oracle.Verdict]int{oracle.Fail: 1}, Failed: true}},
 	}
 	dir := t.TempDir()
 	h.Params.Ops = 2 // the campaign's; the file must say the smallest's

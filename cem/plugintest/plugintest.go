@@ -7,7 +7,7 @@
 //     transition the model uses (Cover, Kinds), each realised on a fresh cluster, with every
 //     step's actions checked and every replica's data converged at the end;
 //   - oracle: a schedule realised with the kit's break_realisation = "leave-behind", after which
-//     the executor's comparison (executor.Compare) must report the replica left behind, and
+//     the oracle's comparison (oracle.Compare) must report the replica left behind, and
 //     every readable replica must hold the probe key written to the whole cluster before;
 //   - teardown: Start fails with one line naming a busy port, and Teardown after it and after
 //     a step is safe to call twice, leaves no pid file and no live process in any group that
@@ -19,8 +19,6 @@
 //     started by cem.Launch as modulo starts it;
 //   - plugin death: when Config.Binary is set, the plugin process is SIGKILLed with a cluster
 //     running, and every server's process group must die with it.
-//
-// The suite imports the executor for its comparison: only a plugin's tests may import it.
 package plugintest
 
 import (
@@ -40,7 +38,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/drms"
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -108,7 +106,7 @@ func Run(t *testing.T, cfg Config) {
 			}
 		}
 	}
-	s.callTimeout = executor.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
+	s.callTimeout = cem.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
 	s.info = s.checkInfo(t, cfg.New())
 	plan, err := Cover(d.Model, s.params)
 	if err != nil {
@@ -155,7 +153,7 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 		name := fmt.Sprintf("%d %s", i+1, schedules.Body(planned.Steps))
 		ok := t.Run(name, func(t *testing.T) {
 			c, snap := s.realise(t, s.cfg.New(), planned.Steps, s.cfg.PluginConfig)
-			if d := executor.Compare(snap); !d.Converged() {
+			if d := oracle.Compare(snap); !d.Converged() {
 				t.Errorf("the replicas did not converge: %s\n(the plugin says the cluster caught up too early, or %s itself has a convergence failure here)", d.Line(), s.drm.System)
 			}
 			for i, r := range snap.Replicas {
@@ -179,7 +177,7 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 		s.drm.Name, s.params.Ops, s.params.Replicas, len(plan.Schedules), len(plan.Kinds), strings.Join(plan.Kinds, "; "))
 }
 
-// oracle realises a schedule that leaves a replica behind and checks that the executor's
+// oracle realises a schedule that leaves a replica behind and checks that the oracle's
 // comparison reports it.
 func (s *suite) oracle(t *testing.T) {
 	_, quorum := s.drm.Model.(aem.Quorum)
@@ -199,11 +197,11 @@ func (s *suite) oracle(t *testing.T) {
 	}
 	config := append([]byte(kit.BreakKey+" = \""+kit.BreakLeaveBehind+"\"\n"), s.cfg.PluginConfig...)
 	_, snap := s.realise(t, s.cfg.New(), planned.Steps, config)
-	d := executor.Compare(snap)
+	d := oracle.Compare(snap)
 	if d.Converged() {
 		t.Fatalf("the comparison found every replica the same after %s left a replica behind", kit.BreakLeaveBehind)
 	}
-	if len(d.Unreadable) == 0 && !slices.ContainsFunc(d.Keys, func(k executor.KeyDiff) bool { return k.Key == kit.BehindKey }) {
+	if len(d.Unreadable) == 0 && !slices.ContainsFunc(d.Keys, func(k oracle.KeyDiff) bool { return k.Key == kit.BehindKey }) {
 		t.Errorf("the comparison reports %s, but neither an unreadable replica nor key %s", d.Line(), kit.BehindKey)
 	}
 	readable := 0
@@ -281,7 +279,7 @@ func (s *suite) fault(t *testing.T, sig syscall.Signal, steps []aem.Transition) 
 		t.Logf("step %d %s reported it as %s: %v", i+1, steps[i], kind, err)
 		return
 	}
-	if d := executor.Compare(c.read(t)); d.Converged() {
+	if d := oracle.Compare(c.read(t)); d.Converged() {
 		t.Errorf("after %s of process group %d every step passed and every replica reads the same", signalName(sig), victim.Pid)
 	} else {
 		t.Logf("the comparison reported it: %s", d.Line())
@@ -346,7 +344,7 @@ func (s *suite) binary(t *testing.T, steps []aem.Transition) {
 		t.Errorf("the binary says %+v, the plugin in process %+v", info, s.info)
 	}
 	_, snap := s.realise(t, client, steps, s.cfg.PluginConfig)
-	if d := executor.Compare(snap); !d.Converged() {
+	if d := oracle.Compare(snap); !d.Converged() {
 		t.Errorf("through the binary, the replicas did not converge: %s", d.Line())
 	}
 }

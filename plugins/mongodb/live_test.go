@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
 
 	"github.com/modulo-testing/modulo/cem"
 )

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -57,14 +59,14 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			if uint64(len(recs)) != total {
 				t.Fatalf("%d records, want %d (run: %v)\n%s", len(recs), total, err, errOut.String())
 			}
-			counts := map[results.Verdict]int{}
+			counts := map[oracle.Verdict]int{}
 			waited := 0
 			for _, rec := range recs {
 				counts[rec.Verdict]++
-				if rec.Verdict != results.Pass {
+				if rec.Verdict != oracle.Pass {
 					t.Logf("%s %s: %s", rec.ID, rec.Verdict, rec.Detail)
 				}
-				if rec.Verdict == results.Error {
+				if rec.Verdict == oracle.Error {
 					t.Errorf("schedule %s: harness error: %s", rec.ID, rec.Detail)
 				}
 				// S/L/R's preset waits 8 s before the writes of a divergence that broke a
@@ -78,9 +80,9 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			}
 			want := cmdutil.ExitOK
 			switch {
-			case counts[results.Fail] > 0:
+			case counts[oracle.Fail] > 0:
 				want = cmdutil.ExitFailed
-			case counts[results.Incomplete]+counts[results.Error] > 0:
+			case counts[oracle.Incomplete]+counts[oracle.Error] > 0:
 				want = cmdutil.ExitIncomplete
 			}
 			if code := cmdutil.Code(err); code != want {

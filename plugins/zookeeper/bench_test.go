@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // BenchmarkQCZOps2 runs Q/C/Z schedules of ops=2 on three replicas, one after another on one
@@ -26,7 +26,7 @@ func BenchmarkQCZOps2(b *testing.B) {
 		if err := p.Teardown(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		if d := executor.Compare(snap); !d.Converged() {
+		if d := oracle.Compare(snap); !d.Converged() {
 			b.Logf("schedule %s: the replicas differ: %s", sc.ID, d.Line())
 		}
 		perSchedule = append(perSchedule, time.Since(begin))

@@ -18,7 +18,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/drms"
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -85,7 +85,7 @@ func TestSchedules(t *testing.T) {
 			for _, sc := range picked {
 				t.Run(sc.ID, func(t *testing.T) {
 					_, snap := run(t, sc, aem.Params{Ops: tt.ops, Replicas: tt.n}, checkDivergence)
-					if d := executor.Compare(snap); d.Converged() == tt.diverges {
+					if d := oracle.Compare(snap); d.Converged() == tt.diverges {
 						t.Errorf("%s: converged %v, want %v: %s", schedules.Body(sc.Steps), d.Converged(), !tt.diverges, d.Line())
 					} else if tt.diverges {
 						t.Logf("%s: %s", schedules.Body(sc.Steps), d.Line())

@@ -29,6 +29,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -227,10 +228,10 @@ func runCampaign(o options, c campaign, file, server string) (row, error) {
 	var first *results.Record
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Verdict == results.Incomplete || rec.Verdict == results.Error {
+		if rec.Verdict == oracle.Incomplete || rec.Verdict == oracle.Error {
 			r.unfinished++
 		}
-		if rec.Verdict != results.Fail {
+		if rec.Verdict != oracle.Fail {
 			continue
 		}
 		r.failed++

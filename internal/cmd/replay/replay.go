@@ -104,7 +104,7 @@ func Run(opts *Options) error {
 		if err := results.AppendReproduction(opts.Dir, rep); err != nil {
 			return err
 		}
-		line := fmt.Sprintf("reproduced %s in %d of %d runs (%s)", t.Want, rep.Reproduced, rep.Repeat, Counts(res))
+		line := fmt.Sprintf("reproduced %s in %d of %d runs (%s)", t.Want, rep.Reproduced, rep.Repeat, res.Tally())
 		if rep.Flaky() {
 			line += ": flaky, not a bug until it fails again"
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -65,7 +66,7 @@ type Target struct {
 	Header   schedules.Header
 	Schedule schedules.Schedule
 	// Want is the verdict recorded for the schedule: the one to reproduce.
-	Want results.Verdict
+	Want oracle.Verdict
 	// ConfigFrom says whose plugin table the runs use: the campaign's or a --config file's.
 	ConfigFrom string
 	// Setup runs the target; Prepare fills it in.
@@ -122,7 +123,7 @@ func (t *Target) find(id string) error {
 	sum := t.Summary
 	if i := slices.IndexFunc(sum.Latest, func(r results.Record) bool { return r.ID == id }); i >= 0 {
 		t.Want = sum.Latest[i].Verdict
-		if t.Want != results.Pass {
+		if t.Want != oracle.Pass {
 			f, err := results.ReadFailure(sum.Dir, id)
 			if err != nil {
 				return err
@@ -206,14 +207,14 @@ func (t *Target) Reproduction(res rerun.Result, by, dir string, start time.Time)
 // a run failed, 3 when none failed but some were incomplete, errors or not made.
 func VerdictError(res rerun.Result, repeat int) error {
 	v := res.Verdicts()
-	if n := v[results.Fail]; n > 0 {
+	if n := v[oracle.Fail]; n > 0 {
 		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: fmt.Errorf("%d of %d runs failed to converge", n, len(res.Records))}
 	}
 	var probs []string
-	if n := v[results.Incomplete]; n > 0 {
+	if n := v[oracle.Incomplete]; n > 0 {
 		probs = append(probs, fmt.Sprintf("%d incomplete", n))
 	}
-	if n := v[results.Error]; n > 0 {
+	if n := v[oracle.Error]; n > 0 {
 		probs = append(probs, fmt.Sprintf("%d with errors", n))
 	}
 	if n := repeat - len(res.Records); n > 0 {
@@ -223,19 +224,4 @@ func VerdictError(res rerun.Result, repeat int) error {
 		return nil
 	}
 	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New("no run failed, but " + strings.Join(probs, ", "))}
-}
-
-// Counts says how many runs ended with each verdict: "fail 2, pass 1".
-func Counts(res rerun.Result) string {
-	v := res.Verdicts()
-	var parts []string
-	for _, verdict := range []results.Verdict{results.Fail, results.Pass, results.Incomplete, results.Error} {
-		if v[verdict] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", verdict, v[verdict]))
-		}
-	}
-	if len(parts) == 0 {
-		return "no verdict"
-	}
-	return strings.Join(parts, ", ")
 }

@@ -2,10 +2,11 @@ package run
 
 import (
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"net"
 	"strconv"
 	"testing"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
 
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 )

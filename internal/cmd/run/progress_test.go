@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 func TestProgressText(t *testing.T) {
@@ -19,15 +20,15 @@ func TestProgressText(t *testing.T) {
 	}{
 		{"nothing yet", executor.Summary{Total: 100}, 0, 0,
 			"0/100 (0.0%), pass 0, fail 0, incomplete 0, error 0"},
-		{"rate and ETA", executor.Summary{Total: 100, Pass: 18, Fail: 2}, 0, 10 * time.Second,
+		{"rate and ETA", executor.Summary{Total: 100, Tally: oracle.Tally{Pass: 18, Fail: 2}}, 0, 10 * time.Second,
 			"20/100 (20.0%), 2.0/s, ETA 40s, pass 18, fail 2, incomplete 0, error 0"},
-		{"slow runs count per minute", executor.Summary{Total: 10, Pass: 1, Incomplete: 1}, 0, 4 * time.Minute,
+		{"slow runs count per minute", executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 1, Incomplete: 1}}, 0, 4 * time.Minute,
 			"2/10 (20.0%), 0.5/min, ETA 16m0s, pass 1, fail 0, incomplete 1, error 0"},
-		{"skipped schedules take no time", executor.Summary{Total: 100, Pass: 30, Error: 10, Skipped: 30}, 50, 10 * time.Second,
+		{"skipped schedules take no time", executor.Summary{Total: 100, Tally: oracle.Tally{Pass: 30, Error: 10}, Skipped: 30}, 50, 10 * time.Second,
 			"40/100 (40.0%), 1.0/s, ETA 40s, pass 30, fail 0, incomplete 0, error 10 (30 recorded before)"},
-		{"only skips so far", executor.Summary{Total: 100, Pass: 30, Skipped: 30}, 50, time.Second,
+		{"only skips so far", executor.Summary{Total: 100, Tally: oracle.Tally{Pass: 30}, Skipped: 30}, 50, time.Second,
 			"30/100 (30.0%), pass 30, fail 0, incomplete 0, error 0 (30 recorded before)"},
-		{"done", executor.Summary{Total: 4, Pass: 4}, 0, time.Second,
+		{"done", executor.Summary{Total: 4, Tally: oracle.Tally{Pass: 4}}, 0, time.Second,
 			"4/4 (100.0%), 4.0/s, ETA 0s, pass 4, fail 0, incomplete 0, error 0"},
 	}
 	for _, tt := range tests {
@@ -45,8 +46,8 @@ func TestBar(t *testing.T) {
 		want string
 	}{
 		{executor.Summary{Total: 10}, "[..............................]"},
-		{executor.Summary{Total: 10, Pass: 5}, "[###############...............]"},
-		{executor.Summary{Total: 3, Fail: 3}, "[##############################]"},
+		{executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 5}}, "[###############...............]"},
+		{executor.Summary{Total: 3, Tally: oracle.Tally{Fail: 3}}, "[##############################]"},
 		{executor.Summary{}, "[##############################]"},
 	}
 	for _, tt := range tests {
@@ -62,7 +63,7 @@ func TestProgressTerminal(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, true, 2)
 	p.start(0)
-	p.update(executor.Summary{Total: 2, Pass: 1})
+	p.update(executor.Summary{Total: 2, Tally: oracle.Tally{Pass: 1}})
 	if _, err := p.Write([]byte("plugin: warning\n")); err != nil {
 		t.Fatal(err)
 	}

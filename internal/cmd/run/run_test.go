@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
 
 	"github.com/BurntSushi/toml"
 
@@ -144,13 +146,13 @@ func TestVerdictError(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"all pass", executor.Summary{Total: 3, Pass: 3}, cmdutil.ExitOK, ""},
+		{"all pass", executor.Summary{Total: 3, Tally: oracle.Tally{Pass: 3}}, cmdutil.ExitOK, ""},
 		{"no schedules", executor.Summary{}, cmdutil.ExitOK, ""},
-		{"a fail wins", executor.Summary{Total: 5, Pass: 1, Fail: 2, Incomplete: 1, Error: 1}, cmdutil.ExitFailed, "2 of 5 schedules failed to converge: see F"},
-		{"incomplete", executor.Summary{Total: 2, Pass: 1, Incomplete: 1}, cmdutil.ExitIncomplete, "no schedule failed, but 1 incomplete: see F"},
-		{"error", executor.Summary{Total: 2, Pass: 1, Error: 1}, cmdutil.ExitIncomplete, "no schedule failed, but 1 with errors: see F"},
-		{"interrupted", executor.Summary{Total: 9, Pass: 4, Interrupted: true}, cmdutil.ExitIncomplete, "no schedule failed, but 5 not run"},
-		{"interrupted with a fail", executor.Summary{Total: 9, Fail: 1, Interrupted: true}, cmdutil.ExitFailed, "1 of 1 schedules failed to converge: see F"},
+		{"a fail wins", executor.Summary{Total: 5, Tally: oracle.Tally{Pass: 1, Fail: 2, Incomplete: 1, Error: 1}}, cmdutil.ExitFailed, "2 of 5 schedules failed to converge: see F"},
+		{"incomplete", executor.Summary{Total: 2, Tally: oracle.Tally{Pass: 1, Incomplete: 1}}, cmdutil.ExitIncomplete, "no schedule failed, but 1 incomplete: see F"},
+		{"error", executor.Summary{Total: 2, Tally: oracle.Tally{Pass: 1, Error: 1}}, cmdutil.ExitIncomplete, "no schedule failed, but 1 with errors: see F"},
+		{"interrupted", executor.Summary{Total: 9, Tally: oracle.Tally{Pass: 4}, Interrupted: true}, cmdutil.ExitIncomplete, "no schedule failed, but 5 not run"},
+		{"interrupted with a fail", executor.Summary{Total: 9, Tally: oracle.Tally{Fail: 1}, Interrupted: true}, cmdutil.ExitFailed, "1 of 1 schedules failed to converge: see F"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +215,7 @@ func TestRunThroughPluginProcess(t *testing.T) {
 	for _, r := range recs {
 		w0 := fmt.Sprintf(`spec.port (r0="%d" r1="%d" r2="%d")`, base, base+2, base+4)
 		w1 := fmt.Sprintf(`spec.port (r0="%d" r1="%d" r2="%d")`, base+10, base+12, base+14)
-		if r.Verdict != results.Fail || !strings.Contains(r.Detail, w0) && !strings.Contains(r.Detail, w1) {
+		if r.Verdict != oracle.Fail || !strings.Contains(r.Detail, w0) && !strings.Contains(r.Detail, w1) {
 			t.Errorf("record %s: %s %q", r.ID, r.Verdict, r.Detail)
 		}
 		if r.Plugin != "testplugin" || r.PluginVersion != "1.2.3" || r.ServerVersion != "memory 0" || len(r.StepsMS) != 3 {

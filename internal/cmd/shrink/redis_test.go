@@ -3,7 +3,6 @@ package shrink_test
 import (
 	"bytes"
 	"fmt"
-	"github.com/modulo-testing/modulo/cem/plugintest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -131,7 +133,7 @@ func failures(t *testing.T, e env) (*results.Summary, []results.Record) {
 	var fs []results.Record
 	steps := map[string]int{}
 	for _, r := range s.NotPassed() {
-		if r.Verdict != results.Fail {
+		if r.Verdict != oracle.Fail {
 			t.Fatalf("schedule %s: %s (%s), want fail or pass", r.ID, r.Verdict, r.Detail)
 		}
 		steps[r.ID] = len(r.StepsMS)
@@ -225,7 +227,7 @@ func TestRedisReplay(t *testing.T) {
 	}
 
 	// A schedule that passed is found by its ID alone, and passes again.
-	pass := slices.IndexFunc(s.Latest, func(r results.Record) bool { return r.Verdict == results.Pass })
+	pass := slices.IndexFunc(s.Latest, func(r results.Record) bool { return r.Verdict == oracle.Pass })
 	out.Reset()
 	if err := replay.Run(&replay.Options{Out: &out, ErrOut: &out, Dir: e.campaign, ID: s.Latest[pass].ID, Repeat: 1, Settings: e.settings}); err != nil {
 		t.Errorf("replay of a pass: %v\n%s", err, out.String())

@@ -15,6 +15,7 @@ import (
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmd/replay"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -106,7 +107,7 @@ func Run(opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if t.Want != results.Fail && t.Want != results.Incomplete {
+	if t.Want != oracle.Fail && t.Want != oracle.Incomplete {
 		return cmdutil.Usagef("schedule %s's verdict is %s: only a fail or an incomplete is shrunk", opts.ID, t.Want)
 	}
 	if err := t.Prepare(ctx, opts.Settings, errOut); err != nil {
@@ -131,7 +132,7 @@ func Run(opts *Options) error {
 	if err := results.AppendReproduction(opts.Dir, confirm); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "confirm: %s in %d of %d runs (%s)\n", t.Want, confirm.Reproduced, confirm.Repeat, replay.Counts(res))
+	fmt.Fprintf(out, "confirm: %s in %d of %d runs (%s)\n", t.Want, confirm.Reproduced, confirm.Repeat, res.Tally())
 	if confirm.Reproduced == 0 {
 		return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete,
 			Err: fmt.Errorf("schedule %s did not %s again in %d runs: flaky, nothing to shrink", opts.ID, verb(t.Want), confirm.Repeat)}
@@ -157,7 +158,7 @@ func Run(opts *Options) error {
 		if failed {
 			mark = "  <- still " + verbs(t.Want)
 		}
-		fmt.Fprintf(out, "try %d: %s (%s): %s%s\n", len(tries), shrink.Describe(c), c.Edit, replay.Counts(res), mark)
+		fmt.Fprintf(out, "try %d: %s (%s): %s%s\n", len(tries), shrink.Describe(c), c.Edit, res.Tally(), mark)
 		return failed, nil
 	}
 	found, err := sh.Search(ctx, orig.Steps, opts.MaxTries, try)
@@ -217,16 +218,16 @@ func shape(id string, c shrink.Candidate) results.Shape {
 }
 
 // verb says what a schedule with verdict v does: "fail", or "stay incomplete".
-func verb(v results.Verdict) string {
-	if v == results.Incomplete {
+func verb(v oracle.Verdict) string {
+	if v == oracle.Incomplete {
 		return "stay incomplete"
 	}
 	return "fail"
 }
 
 // verbs is verb for one schedule: "fails", or "stays incomplete".
-func verbs(v results.Verdict) string {
-	if v == results.Incomplete {
+func verbs(v oracle.Verdict) string {
+	if v == oracle.Incomplete {
 		return "stays incomplete"
 	}
 	return "fails"

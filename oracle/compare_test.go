@@ -1,11 +1,11 @@
-package executor_test
+package oracle_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem"
-	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 func replicas(rs ...cem.ReplicaData) cem.Snapshot { return cem.Snapshot{Replicas: rs} }
@@ -100,7 +100,7 @@ func TestCompare(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := executor.Compare(tt.snap)
+			d := oracle.Compare(tt.snap)
 			if d.Converged() != tt.converged {
 				t.Fatalf("Converged() = %v, want %v (%+v)", d.Converged(), tt.converged, d)
 			}
