@@ -20,6 +20,7 @@ import (
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -90,10 +91,7 @@ func runRedis(t *testing.T, ctx context.Context, file, pluginDir, resultsDir str
 	t.Helper()
 	var out, errOut bytes.Buffer
 	workers := 2
-	err := run.Run(&run.Options{
-		Out: &out, ErrOut: &errOut, Context: ctx, File: file,
-		PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base,
-	})
+	err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: ctx, File: file, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base}})
 	return redisRun{out.String(), errOut.String(), err,
 		filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"))}
 }

@@ -23,6 +23,9 @@ const (
 	ReplaysDir = "replays"
 	// ShrunkDir holds shrunk/<ID>/ for every schedule that was shrunk.
 	ShrunkDir = "shrunk"
+	// Stamp names the directory of one replay's or shrink's runs by its start, in UTC, to the
+	// millisecond (a time layout).
+	Stamp = "20060102T150405.000Z"
 )
 
 // Reproduction is what running a recorded schedule again, Repeat times, found.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/modulo-testing/modulo/executor"
 )
 
 // Exit statuses. 2 is a usage error, as Go's flag package uses it.
@@ -43,7 +45,8 @@ func Usagef(format string, args ...any) error {
 // Usage wraps err as a usage error: exit status 2.
 func Usage(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 
-// Code returns the exit status for err.
+// Code returns the exit status for err: an *ExitError's code; a problem of the host's set-up
+// (*executor.SetupError) is the user's to fix, as bad input is.
 func Code(err error) int {
 	if err == nil {
 		return ExitOK
@@ -51,6 +54,10 @@ func Code(err error) int {
 	var e *ExitError
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	var setup *executor.SetupError
+	if errors.As(err, &setup) {
+		return ExitUsage
 	}
 	return ExitFailed
 }

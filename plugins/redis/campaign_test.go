@@ -16,6 +16,7 @@ import (
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -48,10 +49,7 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			workers := 6
 			base := plugintest.FreePorts(t, workers*10)
 			var out, errOut bytes.Buffer
-			err := run.Run(&run.Options{
-				Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, Preset: "paper",
-				PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base,
-			})
+			err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, Preset: "paper", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base}})
 			recs, rerr := results.ReadRecords(filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"), results.RecordsFile))
 			if rerr != nil {
 				t.Fatalf("%v (run: %v)\n%s", rerr, err, errOut.String())

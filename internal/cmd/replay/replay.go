@@ -26,7 +26,7 @@ type Options struct {
 	Dir    string // the campaign's results directory
 	ID     string
 	Repeat int
-	Settings
+	cmdutil.Settings
 }
 
 // NewCmd returns the replay command; runF replaces Run in tests.
@@ -68,7 +68,7 @@ or not made, 0 when every run passed, 2 on bad input.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "run it `K` times and report how often the verdict reproduces")
-	setFlags = AddSettingFlags(cmd, &opts.Settings)
+	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
 }
 
@@ -81,15 +81,18 @@ func Run(opts *Options) error {
 	defer stop()
 	errOut := cmdutil.Stderr(opts.ErrOut)
 
-	t, err := Find(opts.Dir, opts.ID)
+	t, err := rerun.Find(opts.Dir, opts.ID)
+	if rerun.IsBadTarget(err) {
+		return cmdutil.Usage(err)
+	}
 	if err != nil {
 		return err
 	}
-	if err := t.Prepare(ctx, opts.Settings, errOut); err != nil {
+	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
 	start := time.Now()
-	rel := filepath.Join(results.ReplaysDir, opts.ID, start.UTC().Format(Stamp))
+	rel := filepath.Join(results.ReplaysDir, opts.ID, start.UTC().Format(results.Stamp))
 	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, rel))
 	t.Describe(opts.Out)
 
@@ -113,11 +116,8 @@ func Run(opts *Options) error {
 	if res.Interrupted {
 		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", len(res.Records), opts.Repeat)
 	}
-	return VerdictError(res, opts.Repeat)
+	return cmdutil.Outcome{Tally: res.Tally(), Noun: "run", Missing: opts.Repeat - len(res.Records), NotRun: "not made"}.Err()
 }
-
-// Stamp names the directory of one replay's runs by its start, in UTC, to the millisecond.
-const Stamp = "20060102T150405.000Z"
 
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -78,7 +79,7 @@ func TestRunBadInput(t *testing.T) {
 			campaign + ": no schedule ffffffffffffffff was recorded ('modulo results " + campaign + "' lists those that did not pass)", cmdutil.ExitUsage},
 		{"edited folder", Options{Dir: edited, ID: "0b98d909dcdb6ee8", Repeat: 1},
 			"schedule 0b98d909dcdb6ee8: its transitions have ID " + otherID + ": edited by hand?", cmdutil.ExitFailed},
-		{"no plugin", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Settings: Settings{PluginDir: &empty}},
+		{"no plugin", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Settings: cmdutil.Settings{Overrides: config.Overrides{PluginDir: &empty}}},
 			"plugin modulo-plugin-redis not found in plugin_dir " + empty, cmdutil.ExitUsage},
 	}
 	for _, tt := range tests {

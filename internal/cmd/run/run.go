@@ -2,7 +2,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -29,8 +27,7 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// Options are run's inputs, apart from flag parsing. The pointer fields override the
-// configuration file when set.
+// Options are run's inputs, apart from flag parsing. The overrides are set for the flags given.
 type Options struct {
 	Out    io.Writer // the summary line
 	ErrOut io.Writer // progress and messages
@@ -45,11 +42,7 @@ type Options struct {
 	// the plugin's table, over the configuration file's.
 	Preset string
 
-	ResultsDir  *string
-	PluginDir   *string
-	Workers     *int
-	BasePort    *int
-	StepTimeout *time.Duration
+	config.Overrides
 }
 
 // NewCmd returns the run command; runF replaces Run in tests.
@@ -143,9 +136,9 @@ func Run(opts *Options) error {
 	defer stop()
 	errOut := cmdutil.Stderr(opts.ErrOut)
 
-	cfg, err := loadConfig(opts)
+	cfg, err := config.LoadWith(opts.ConfigFile, opts.Overrides)
 	if err != nil {
-		return err
+		return cmdutil.Usage(err)
 	}
 	r, f, err := schedules.Open(opts.File)
 	if err != nil {
@@ -163,7 +156,7 @@ func Run(opts *Options) error {
 		}
 	}
 	if opts.Preset != "" {
-		if err := setPreset(&cfg, h.DRM.Plugin, opts.Preset); err != nil {
+		if err := cfg.SetPreset(h.DRM.Plugin, opts.Preset); err != nil {
 			return cmdutil.Usage(err)
 		}
 	}
@@ -173,7 +166,7 @@ func Run(opts *Options) error {
 	}
 
 	prog := newProgress(errOut, isTerminal(errOut), total)
-	info, launch, err := PreparePlugin(ctx, cfg, h.DRM, h.Params.Replicas, prog)
+	info, launch, err := executor.Prepare(ctx, cfg, h.DRM, h.Params.Replicas, prog)
 	if err != nil {
 		return err
 	}
@@ -228,60 +221,16 @@ func Run(opts *Options) error {
 	if runErr != nil {
 		return runErr
 	}
-	return verdictError(summary, filepath.Join(dir, results.FailuresDir))
+	return outcome(summary, filepath.Join(dir, results.FailuresDir)).Err()
 }
 
-// verdictError turns a campaign's verdicts into the exit status: 1 when a schedule failed, 3
-// when none failed but some were incomplete, errors or not run.
-func verdictError(s executor.Summary, failures string) error {
-	if s.Fail > 0 {
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed,
-			Err: fmt.Errorf("%d of %d schedules failed to converge: see %s", s.Fail, s.Schedules(), failures)}
-	}
-	var probs []string
-	if s.Incomplete > 0 {
-		probs = append(probs, fmt.Sprintf("%d incomplete", s.Incomplete))
-	}
-	if s.Error > 0 {
-		probs = append(probs, fmt.Sprintf("%d with errors", s.Error))
-	}
+// outcome is what the campaign's run did, for the exit status.
+func outcome(s executor.Summary, failures string) cmdutil.Outcome {
+	o := cmdutil.Outcome{Tally: s.Tally, Noun: "schedule", NotRun: "not run", See: failures}
 	if s.Interrupted {
-		probs = append(probs, fmt.Sprintf("%d not run", s.Total-uint64(s.Schedules())))
+		o.Missing = int(s.Total) - s.Schedules()
 	}
-	if len(probs) == 0 {
-		return nil
-	}
-	msg := "no schedule failed, but " + strings.Join(probs, ", ")
-	if s.Incomplete+s.Error > 0 {
-		msg += ": see " + failures
-	}
-	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New(msg)}
-}
-
-func loadConfig(opts *Options) (config.Config, error) {
-	cfg, err := config.Load(opts.ConfigFile)
-	if err != nil {
-		return cfg, cmdutil.Usage(err)
-	}
-	if opts.ResultsDir != nil {
-		cfg.ResultsDir = *opts.ResultsDir
-	}
-	if opts.PluginDir != nil {
-		cfg.PluginDir = *opts.PluginDir
-	}
-	if opts.Workers != nil {
-		cfg.Workers = *opts.Workers
-	}
-	if opts.BasePort != nil {
-		cfg.BasePort = *opts.BasePort
-	}
-	if opts.StepTimeout != nil {
-		cfg.StepTimeout = *opts.StepTimeout
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, cmdutil.Usage(err)
-	}
-	return cfg, nil
+	return o
 }
 
 // selectSchedules returns the source of the schedules to run and their number: the whole
@@ -346,23 +295,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// setPreset sets the preset key of plugin's table to name, which the plugin resolves (and
-// rejects when it knows no such preset).
-func setPreset(cfg *config.Config, plugin, name string) error {
-	table := map[string]any{}
-	if _, err := toml.Decode(string(cfg.Plugins[plugin]), &table); err != nil {
-		return fmt.Errorf("[%s]: %w", plugin, err)
-	}
-	table["preset"] = name
-	var b bytes.Buffer
-	if err := toml.NewEncoder(&b).Encode(table); err != nil {
-		return fmt.Errorf("[%s]: set preset: %w", plugin, err)
-	}
-	if cfg.Plugins == nil {
-		cfg.Plugins = map[string][]byte{}
-	}
-	cfg.Plugins[plugin] = b.Bytes()
-	return nil
 }

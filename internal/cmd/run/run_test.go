@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
@@ -85,8 +82,8 @@ func TestRunBadInput(t *testing.T) {
 		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
 		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: etcd, mongodb, redis, zookeeper)`},
-		{"bad override", Options{File: ssrFile, Workers: ptr(0)}, "workers must be between 1 and 256, got 0"},
-		{"no plugin", Options{File: ssrFile, PluginDir: ptr(emptyDir)},
+		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
+		{"no plugin", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
 			fmt.Sprintf("plugin modulo-plugin-redis not found in plugin_dir %s, %s (next to modulo) or on $PATH; build it with 'go build -o bin/modulo-plugin-redis ./plugins/redis' in modulo's source tree and pass --plugin-dir bin",
 				emptyDir, filepath.Dir(exe))},
 	}
@@ -103,37 +100,6 @@ func TestRunBadInput(t *testing.T) {
 			}
 			if out.Len() != 0 {
 				t.Errorf("output %q", out.String())
-			}
-		})
-	}
-}
-
-func TestSetPreset(t *testing.T) {
-	tests := []struct {
-		name  string
-		table string // the plugin's table in the configuration file; "-" for none
-		want  map[string]any
-	}{
-		{"no table", "-", map[string]any{"preset": "paper"}},
-		{"keys kept", "server = \"/opt/redis-4.0/redis-server\"\nrepl_timeout = 5\n",
-			map[string]any{"preset": "paper", "server": "/opt/redis-4.0/redis-server", "repl_timeout": int64(5)}},
-		{"the flag wins over the file's preset", "preset = \"other\"\n", map[string]any{"preset": "paper"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Default()
-			if tt.table != "-" {
-				cfg.Plugins = map[string][]byte{"redis": []byte(tt.table)}
-			}
-			if err := setPreset(&cfg, "redis", "paper"); err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]any{}
-			if _, err := toml.Decode(string(cfg.Plugins["redis"]), &got); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("[redis] = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -156,7 +122,7 @@ func TestVerdictError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := verdictError(tt.s, "F")
+			err := outcome(tt.s, "F").Err()
 			if code := cmdutil.Code(err); code != tt.code {
 				t.Errorf("exit status %d, want %d", code, tt.code)
 			}
@@ -181,10 +147,7 @@ func TestRunThroughPluginProcess(t *testing.T) {
 	base := plugintest.FreePorts(t, 20)
 	run := func() (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := Run(&Options{
-			Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "ssr",
-			PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(2), BasePort: &base,
-		})
+		err := Run(&Options{Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "ssr", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(2), BasePort: &base}})
 		return out.String(), errOut.String(), err
 	}
 
@@ -267,7 +230,7 @@ func TestRunPluginProbe(t *testing.T) {
 			t.Setenv("TESTPLUGIN_INFO_ERROR", tt.env)
 			resultsDir := t.TempDir()
 			var out, errOut bytes.Buffer
-			err := Run(&Options{Out: &out, ErrOut: &errOut, File: tt.file, PluginDir: &dir, ResultsDir: &resultsDir})
+			err := Run(&Options{Out: &out, ErrOut: &errOut, File: tt.file, Overrides: config.Overrides{PluginDir: &dir, ResultsDir: &resultsDir}})
 			if err == nil || err.Error() != tt.wantErr || cmdutil.Code(err) != cmdutil.ExitUsage {
 				t.Fatalf("error = %v (exit %d), want %q", err, cmdutil.Code(err), tt.wantErr)
 			}
@@ -284,10 +247,7 @@ func TestRunIDs(t *testing.T) {
 	base := plugintest.FreePorts(t, 10)
 	ids := []string{"9e00953181d87464", "6dcc0d6bc0b18a81"}
 	var out, errOut bytes.Buffer
-	err := Run(&Options{
-		Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "S/S/R", IDs: ids,
-		PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(1), BasePort: &base,
-	})
+	err := Run(&Options{Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "S/S/R", IDs: ids, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(1), BasePort: &base}})
 	if cmdutil.Code(err) != cmdutil.ExitFailed || out.String() != "schedules: 2, pass: 0, fail: 2, incomplete: 0, error: 0\n" {
 		t.Fatalf("error %v, stdout %q\nstderr:\n%s", err, out.String(), errOut.String())
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/modulo-testing/modulo/internal/cmd/run"
 	"github.com/modulo-testing/modulo/internal/cmd/shrink"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -74,7 +75,7 @@ func processesUnder(t *testing.T, dir string) []string {
 
 type env struct {
 	dir, campaign string
-	settings      replay.Settings
+	settings      cmdutil.Settings
 	plain         string // a configuration file with no [redis] table: a correct realisation
 }
 
@@ -110,16 +111,13 @@ func brokenCampaign(t *testing.T) env {
 	base := plugintest.FreePorts(t, 20)
 	resultsDir, workers, timeout := filepath.Join(dir, "results"), 2, stepTimeout
 	var out, errOut bytes.Buffer
-	err = run.Run(&run.Options{
-		Out: &out, ErrOut: &errOut, File: file, IDs: campaignIDs, ConfigFile: broken,
-		PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base, StepTimeout: &timeout,
-	})
+	err = run.Run(&run.Options{Out: &out, ErrOut: &errOut, File: file, IDs: campaignIDs, ConfigFile: broken, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base, StepTimeout: &timeout}})
 	if code := cmdutil.Code(err); code != cmdutil.ExitFailed {
 		t.Fatalf("campaign: exit status %d (%v), want %d (failures)\n%s%s", code, err, cmdutil.ExitFailed, out.String(), errOut.String())
 	}
 	return env{
 		dir: dir, campaign: filepath.Join(resultsDir, "slr"), plain: plain,
-		settings: replay.Settings{PluginDir: &pluginDir, BasePort: &base, StepTimeout: &timeout},
+		settings: cmdutil.Settings{Overrides: config.Overrides{PluginDir: &pluginDir, BasePort: &base, StepTimeout: &timeout}},
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/modulo-testing/modulo/internal/build"
-	"github.com/modulo-testing/modulo/internal/cmd/replay"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/rerun"
@@ -33,7 +32,7 @@ type Options struct {
 	ID       string
 	Repeat   int
 	MaxTries int
-	replay.Settings
+	cmdutil.Settings
 }
 
 // Defaults of the flags.
@@ -86,7 +85,7 @@ was interrupted, 2 on bad input.`,
 	f := cmd.Flags()
 	f.IntVar(&opts.Repeat, "repeat", DefaultRepeat, "run each schedule up to `K` times")
 	f.IntVar(&opts.MaxTries, "max-tries", DefaultMaxTries, "try at most `N` candidates")
-	setFlags = replay.AddSettingFlags(cmd, &opts.Settings)
+	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
 }
 
@@ -103,18 +102,21 @@ func Run(opts *Options) error {
 	errOut := cmdutil.Stderr(opts.ErrOut)
 	out := opts.Out
 
-	t, err := replay.Find(opts.Dir, opts.ID)
+	t, err := rerun.Find(opts.Dir, opts.ID)
+	if rerun.IsBadTarget(err) {
+		return cmdutil.Usage(err)
+	}
 	if err != nil {
 		return err
 	}
 	if t.Want != oracle.Fail && t.Want != oracle.Incomplete {
 		return cmdutil.Usagef("schedule %s's verdict is %s: only a fail or an incomplete is shrunk", opts.ID, t.Want)
 	}
-	if err := t.Prepare(ctx, opts.Settings, errOut); err != nil {
+	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
 	start := time.Now()
-	runs := filepath.Join(results.ShrunkDir, opts.ID, results.ShrinkRunsDir, start.UTC().Format(replay.Stamp))
+	runs := filepath.Join(results.ShrunkDir, opts.ID, results.ShrinkRunsDir, start.UTC().Format(results.Stamp))
 	orig := shrink.Candidate{Steps: t.Schedule.Steps, Ops: t.Header.Params.Ops}
 	fmt.Fprintf(out, "shrink %s (%s); runs kept in %s\n", opts.ID, shrink.Describe(orig), filepath.Join(opts.Dir, runs))
 	t.Describe(out)

@@ -1,14 +1,13 @@
-package run
+package executor
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
-
-	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
 
 func TestCheckPorts(t *testing.T) {
@@ -42,8 +41,9 @@ func TestCheckPorts(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || err.Error() != tt.wantErr || cmdutil.Code(err) != cmdutil.ExitUsage {
-				t.Fatalf("error = %v (exit %d)\nwant    %s", err, cmdutil.Code(err), tt.wantErr)
+			var setup *SetupError
+			if err == nil || err.Error() != tt.wantErr || !errors.As(err, &setup) {
+				t.Fatalf("error = %v (%T)\nwant the *SetupError %s", err, err, tt.wantErr)
 			}
 		})
 	}

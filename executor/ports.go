@@ -1,11 +1,10 @@
-package run
+package executor
 
 import (
 	"fmt"
 	"os"
 
 	"github.com/modulo-testing/modulo/cem"
-	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
 
 // ephemeralRangeFile holds the range of ports Linux gives outgoing connections.
@@ -19,15 +18,15 @@ const ephemeralRangeFile = "/proc/sys/net/ipv4/ip_local_port_range"
 func checkPorts(base, n int) error {
 	last := base + n - 1
 	if last > 65535 {
-		return cmdutil.Usagef("the workers need ports %d-%d, beyond 65535: lower base_port or workers", base, last)
+		return setupErrorf("the workers need ports %d-%d, beyond 65535: lower base_port or workers", base, last)
 	}
 	// Without the file (not Linux) there is no range to avoid.
 	if lo, hi, err := ephemeralRange(); err == nil && base <= hi && lo <= last {
-		return cmdutil.Usagef("the workers' ports %d-%d overlap the ephemeral port range %d-%d (%s), where outgoing connections take theirs: choose a base_port of at most %d",
+		return setupErrorf("the workers' ports %d-%d overlap the ephemeral port range %d-%d (%s), where outgoing connections take theirs: choose a base_port of at most %d",
 			base, last, lo, hi, ephemeralRangeFile, lo-n)
 	}
 	if err := cem.CheckPortsFree(base, n); err != nil {
-		return cmdutil.Usagef("%w: choose another base_port", err)
+		return setupErrorf("%w: choose another base_port", err)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package replay
+package rerun
 
 import (
 	"context"
@@ -6,57 +6,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/modulo-testing/modulo/aem"
-	"github.com/modulo-testing/modulo/internal/cmd/run"
-	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/executor"
+	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/oracle"
-	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
-
-// Settings are the settings replay and shrink take as `modulo run` does: the configuration
-// file, and flags over it. The pointers are set only for flags given.
-type Settings struct {
-	ConfigFile  string
-	PluginDir   *string
-	BasePort    *int
-	StepTimeout *time.Duration
-}
-
-// settingFlags holds the values of the flags until the command knows which were given.
-type settingFlags struct {
-	pluginDir   string
-	basePort    int
-	stepTimeout time.Duration
-}
-
-// AddSettingFlags adds --config, --plugin-dir, --base-port and --step-timeout to cmd; call
-// the function it returns in RunE to set s from the flags given.
-func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
-	var v settingFlags
-	f := cmd.Flags()
-	f.StringVar(&s.ConfigFile, "config", "", "read settings from the TOML `FILE`, its plugin table instead of the campaign's")
-	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
-	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range (default 20000)")
-	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
-	return func() {
-		if f.Changed("plugin-dir") {
-			s.PluginDir = &v.pluginDir
-		}
-		if f.Changed("base-port") {
-			s.BasePort = &v.basePort
-		}
-		if f.Changed("step-timeout") {
-			s.StepTimeout = &v.stepTimeout
-		}
-	}
-}
 
 // Target is a recorded schedule made ready to run again: where it comes from, what it did,
 // and a plugin to run it with.
@@ -70,16 +28,27 @@ type Target struct {
 	// ConfigFrom says whose plugin table the runs use: the campaign's or a --config file's.
 	ConfigFrom string
 	// Setup runs the target; Prepare fills it in.
-	Setup rerun.Setup
+	Setup Setup
+}
+
+// UnknownScheduleError says that a campaign holds no schedule of that ID.
+type UnknownScheduleError struct{ Dir, ID string }
+
+func (e *UnknownScheduleError) Error() string {
+	return fmt.Sprintf("%s: no schedule %s was recorded ('modulo results %s' lists those that did not pass)", e.Dir, e.ID, e.Dir)
+}
+
+// IsBadTarget tells whether err from Find is the user's to fix: the directory holds no
+// campaign, or the campaign no such schedule.
+func IsBadTarget(err error) bool {
+	var unknown *UnknownScheduleError
+	return errors.Is(err, results.ErrNotCampaign) || errors.As(err, &unknown)
 }
 
 // Find finds schedule id in the campaign in dir, among its records or the smallest schedules
 // its shrinks found.
 func Find(dir, id string) (*Target, error) {
 	sum, err := results.ReadSummary(dir)
-	if errors.Is(err, results.ErrNotCampaign) {
-		return nil, cmdutil.Usage(err)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -91,26 +60,26 @@ func Find(dir, id string) (*Target, error) {
 }
 
 // Prepare prepares the target's plugin as `modulo run` does, for one cluster at a time, with
-// the campaign's plugin table unless s names a configuration file. The plugin's messages go
-// to errOut.
-func (t *Target) Prepare(ctx context.Context, s Settings, errOut io.Writer) error {
+// the campaign's plugin table unless configFile names a configuration file, whose settings o
+// overrides. The plugin's messages go to errOut. A problem the user must fix is an
+// *executor.SetupError.
+func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overrides, errOut io.Writer) error {
 	one := 1
-	cfg, err := run.LoadConfig(&run.Options{
-		ConfigFile: s.ConfigFile, PluginDir: s.PluginDir, BasePort: s.BasePort, StepTimeout: s.StepTimeout, Workers: &one,
-	})
+	o.Workers = &one
+	cfg, err := config.LoadWith(configFile, o)
 	if err != nil {
-		return err
+		return &executor.SetupError{Err: err}
 	}
 	pluginConfig, from := []byte(t.Summary.Campaign.PluginConfig), "the campaign's"
-	if s.ConfigFile != "" {
-		pluginConfig, from = cfg.Plugins[t.Header.DRM.Plugin], s.ConfigFile+"'s"
+	if configFile != "" {
+		pluginConfig, from = cfg.Plugins[t.Header.DRM.Plugin], configFile+"'s"
 	}
-	info, launch, err := run.PreparePlugin(ctx, cfg, t.Header.DRM, t.Header.Params.Replicas, errOut)
+	info, launch, err := executor.Prepare(ctx, cfg, t.Header.DRM, t.Header.Params.Replicas, errOut)
 	if err != nil {
 		return err
 	}
 	t.ConfigFrom = from
-	t.Setup = rerun.Setup{
+	t.Setup = Setup{
 		Info: info, PluginConfig: pluginConfig, Launch: launch,
 		BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout,
 	}
@@ -155,7 +124,7 @@ func (t *Target) find(id string) error {
 		t.Schedule = schedules.Schedule{ID: id, Steps: steps}
 		return t.check()
 	}
-	return cmdutil.Usagef("%s: no schedule %s was recorded ('modulo results %s' lists those that did not pass)", sum.Dir, id, sum.Dir)
+	return &UnknownScheduleError{Dir: sum.Dir, ID: id}
 }
 
 // check makes sure the schedule is one of the model and that its ID is its own: a folder
@@ -193,7 +162,7 @@ func (t *Target) Describe(w io.Writer) {
 
 // Reproduction is the record of res, runs of the target made by the command by, kept in dir
 // (a path inside the campaign directory).
-func (t *Target) Reproduction(res rerun.Result, by, dir string, start time.Time) results.Reproduction {
+func (t *Target) Reproduction(res Result, by, dir string, start time.Time) results.Reproduction {
 	return results.Reproduction{
 		ID: t.Schedule.ID, Want: t.Want,
 		Repeat: len(res.Records), Reproduced: res.Count(t.Want), Verdicts: res.Verdicts(),
@@ -201,27 +170,4 @@ func (t *Target) Reproduction(res rerun.Result, by, dir string, start time.Time)
 		PluginVersion: t.Setup.Info.Version, ServerVersion: t.Setup.Info.ServerVersion,
 		Start: start.UTC(), End: time.Now().UTC(),
 	}
-}
-
-// VerdictError turns the verdicts of runs into the exit status, as `modulo run` does: 1 when
-// a run failed, 3 when none failed but some were incomplete, errors or not made.
-func VerdictError(res rerun.Result, repeat int) error {
-	v := res.Verdicts()
-	if n := v[oracle.Fail]; n > 0 {
-		return &cmdutil.ExitError{Code: cmdutil.ExitFailed, Err: fmt.Errorf("%d of %d runs failed to converge", n, len(res.Records))}
-	}
-	var probs []string
-	if n := v[oracle.Incomplete]; n > 0 {
-		probs = append(probs, fmt.Sprintf("%d incomplete", n))
-	}
-	if n := v[oracle.Error]; n > 0 {
-		probs = append(probs, fmt.Sprintf("%d with errors", n))
-	}
-	if n := repeat - len(res.Records); n > 0 {
-		probs = append(probs, fmt.Sprintf("%d not made", n))
-	}
-	if len(probs) == 0 {
-		return nil
-	}
-	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New("no run failed, but " + strings.Join(probs, ", "))}
 }

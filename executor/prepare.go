@@ -1,0 +1,120 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/internal/config"
+)
+
+// SetupError is a problem of the host's set-up that no schedule could run with: a plugin that
+// is missing or rejects its configuration, ports that cannot be used. The user must fix it.
+type SetupError struct{ Err error }
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+func setupErrorf(format string, args ...any) error {
+	return &SetupError{Err: fmt.Errorf(format, args...)}
+}
+
+// Prepare finds the plugin of d (in cfg.PluginDir, next to the modulo executable, then on
+// $PATH), starts it once to check that it realises d and that its configuration and the server
+// binary it names are right, and checks the ports that cfg.Workers clusters of replicas need.
+// The launcher it returns starts the plugin with its messages going to stderr. A problem the
+// user must fix is a *SetupError.
+func Prepare(ctx context.Context, cfg config.Config, d drms.DRM, replicas int, stderr io.Writer) (cem.Info, Launcher, error) {
+	path, err := findPlugin(d.Plugin, cfg.PluginDir)
+	if err != nil {
+		return cem.Info{}, nil, err
+	}
+	launch := launcher(path, stderr)
+	info, err := probe(ctx, launch, d, cfg.Plugins[d.Plugin])
+	if err != nil {
+		return cem.Info{}, nil, err
+	}
+	stride := Stride(replicas, info.Capabilities.PortsPerReplica)
+	if err := checkPorts(cfg.BasePort, cfg.Workers*stride); err != nil {
+		return cem.Info{}, nil, err
+	}
+	return info, launch, nil
+}
+
+// probeTimeout bounds starting a plugin and asking it to describe itself: a plugin answers in
+// milliseconds, a server binary's --version in well under a second.
+const probeTimeout = 30 * time.Second
+
+// findPlugin returns the path of plugin binary modulo-plugin-<name>, looked up in dir (when
+// set), then in the directory of the modulo executable, then on $PATH.
+func findPlugin(name, dir string) (string, error) {
+	bin := cem.PluginPrefix + name
+	var where []string
+	var dirs []string
+	if dir != "" {
+		dirs = append(dirs, dir)
+		where = append(where, "plugin_dir "+dir)
+	}
+	if exe, err := os.Executable(); err == nil {
+		dirs = append(dirs, filepath.Dir(exe))
+		where = append(where, filepath.Dir(exe)+" (next to modulo)")
+	}
+	for _, d := range dirs {
+		path := filepath.Join(d, bin)
+		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
+			return path, nil
+		}
+	}
+	if path, err := exec.LookPath(bin); err == nil {
+		return path, nil
+	}
+	return "", setupErrorf("plugin %s not found in %s or on $PATH; build it with 'go build -o bin/%s ./plugins/%s' in modulo's source tree and pass --plugin-dir bin",
+		bin, strings.Join(where, ", "), bin, name)
+}
+
+// launcher starts the plugin binary at path, its warnings going to stderr.
+func launcher(path string, stderr io.Writer) Launcher {
+	return func(ctx context.Context) (Plugin, error) {
+		c, err := cem.Launch(ctx, path, stderr)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+// probe starts a plugin once to ask what it is, and checks that it realises d and that its
+// server binary is there, before any schedule runs. Every problem is a *SetupError: the
+// plugin or its configuration has to be fixed.
+func probe(ctx context.Context, launch Launcher, d drms.DRM, pluginConfig []byte) (cem.Info, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	p, err := launch(ctx)
+	if err != nil {
+		return cem.Info{}, &SetupError{Err: err}
+	}
+	info, err := p.Info(ctx, pluginConfig)
+	closeErr := p.Close()
+	if err != nil {
+		return cem.Info{}, &SetupError{Err: err} // names the plugin, and the server binary
+	}
+	if closeErr != nil {
+		return cem.Info{}, closeErr
+	}
+	if !slices.Contains(info.Capabilities.DRMs, d.Name) {
+		return cem.Info{}, setupErrorf("plugin %s %s does not realise %s (it realises: %s)",
+			info.Name, info.Version, d.Name, strings.Join(info.Capabilities.DRMs, ", "))
+	}
+	if info.Capabilities.PortsPerReplica < 1 {
+		return cem.Info{}, fmt.Errorf("plugin %s %s: says it needs %d ports per replica", info.Name, info.Version, info.Capabilities.PortsPerReplica)
+	}
+	return info, nil
+}

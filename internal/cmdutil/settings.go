@@ -1,0 +1,45 @@
+package cmdutil
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/modulo-testing/modulo/internal/config"
+)
+
+// Settings are the settings that replay and shrink take as `modulo run` does: the
+// configuration file, and flags over it (set only for the flags given).
+type Settings struct {
+	ConfigFile string
+	config.Overrides
+}
+
+// settingFlags holds the values of the flags until the command knows which were given.
+type settingFlags struct {
+	pluginDir   string
+	basePort    int
+	stepTimeout time.Duration
+}
+
+// AddSettingFlags adds --config, --plugin-dir, --base-port and --step-timeout to cmd; call
+// the function it returns in RunE to set s from the flags given.
+func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
+	var v settingFlags
+	f := cmd.Flags()
+	f.StringVar(&s.ConfigFile, "config", "", "read settings from the TOML `FILE`, its plugin table instead of the campaign's")
+	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
+	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range (default 20000)")
+	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
+	return func() {
+		if f.Changed("plugin-dir") {
+			s.PluginDir = &v.pluginDir
+		}
+		if f.Changed("base-port") {
+			s.BasePort = &v.basePort
+		}
+		if f.Changed("step-timeout") {
+			s.StepTimeout = &v.stepTimeout
+		}
+	}
+}
