@@ -21,23 +21,9 @@ func run(args []string) int {
 	if err == nil {
 		return cmdutil.ExitOK
 	}
-	code := cmdutil.Code(err)
-	// cobra reports a bad command or argument count as a plain error: those are usage errors.
-	if code == cmdutil.ExitFailed && isCobraUsage(err) {
-		code = cmdutil.ExitUsage
-	}
+	code := cmdutil.MainCode(err)
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintln(os.Stderr, "modulo: "+strings.TrimSpace(msg))
 	}
 	return code
-}
-
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, s := range []string{"unknown command", "accepts ", "requires at least", "unknown flag", "unknown shorthand flag"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -37,6 +37,23 @@ func (e *ExitError) Error() string {
 
 func (e *ExitError) Unwrap() error { return e.Err }
 
+// RanError marks an error that a command returned once it ran, as opposed to an error of
+// cobra's own about the command line, which is a usage error.
+type RanError struct{ Err error }
+
+func (e *RanError) Error() string { return e.Err.Error() }
+func (e *RanError) Unwrap() error { return e.Err }
+
+// MainCode is Code for the error of a whole command line: an error that no command returned
+// (see RanError) is a usage error.
+func MainCode(err error) int {
+	var ran *RanError
+	if err != nil && !errors.As(err, &ran) {
+		return ExitUsage
+	}
+	return Code(err)
+}
+
 // Usagef reports bad input on the command line: exit status 2.
 func Usagef(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}

@@ -39,5 +39,23 @@ replays them on real clusters and compares every replica's data afterwards.`,
 	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil), run.NewCmd(out, nil))
 	cmd.AddCommand(results.NewCmd(out, nil), replay.NewCmd(out, nil), shrink.NewCmd(out, nil), report.NewCmd(out, nil))
 	cmd.AddCommand(plugin.NewCmd(out, nil))
+	markRan(cmd)
 	return cmd
+}
+
+// markRan makes every command's own errors *cmdutil.RanError: an error without the mark comes
+// from cobra reading the command line (an unknown command, a wrong number of arguments) and is
+// a usage error.
+func markRan(cmd *cobra.Command) {
+	if runE := cmd.RunE; runE != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			if err := runE(c, args); err != nil {
+				return &cmdutil.RanError{Err: err}
+			}
+			return nil
+		}
+	}
+	for _, c := range cmd.Commands() {
+		markRan(c)
+	}
 }
