@@ -1,6 +1,8 @@
 // Package cem is the concrete side of modulo: the interface a DRM plugin implements to drive a
 // real cluster through a schedule, the gRPC protocol that carries it between the executor and
-// the plugin process, and the helpers every plugin shares.
+// the plugin process, and the host side that launches a plugin binary. The process, pid-file,
+// port and wait helpers that plugins use are package cem/proc; the kit that plugins are built
+// from is cem/kit.
 //
 // A plugin knows the abstract models (package aem) but nothing of the executor: it is given a
 // directory, a port range and a schedule's transitions one at a time, and reports the concrete

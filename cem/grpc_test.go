@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // TestProtocol sends every method of CEM through a real plugin process and checks that what
@@ -224,7 +226,7 @@ func TestProtocol(t *testing.T) {
 			_, err := c.Apply(callCtx, Step{Transition: "block " + marker})
 			errc <- err
 		}()
-		if err := WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
+		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
 			return fileExists(marker), nil
 		}); err != nil {
 			t.Fatal(err)

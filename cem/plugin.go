@@ -22,6 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // Handshake is the go-plugin handshake between modulo and its plugins. The cookie only tells a
@@ -107,7 +108,7 @@ func Launch(ctx context.Context, path string, stderr io.Writer) (*Client, error)
 	procCtx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, abs)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.Cancel = func() error { return proc.KillGroup(cmd.Process.Pid) }
 	cmd.Env = append(os.Environ(), plugin.EnvUnixSocketDir+"="+socketDir) // last, so it wins
 
 	pc := plugin.NewClient(&plugin.ClientConfig{
@@ -150,8 +151,8 @@ func (c *Client) connect(cmd *exec.Cmd) (*grpcClient, error) {
 	runtime.UnlockOSThread()
 	if cmd.Process != nil { // set by go-plugin in this goroutine, even when the handshake failed
 		c.pid = cmd.Process.Pid
-		if st, err := readStat(c.pid); err == nil {
-			c.start = st.startTime
+		if start, err := proc.StartTime(c.pid); err == nil {
+			c.start = start
 		}
 	}
 	if err != nil {
@@ -239,7 +240,7 @@ func (c *Client) Exited() bool { return c.plugin.Exited() }
 // Close ends the plugin: it asks it to exit, kills it if it has not within a short grace,
 // then kills what is left of its process group and waits until the group is gone. Servers
 // that the plugin started in groups of their own are not its concern: Pdeathsig and
-// KillLeftovers end those. Close is safe to call twice and after the plugin died.
+// proc.KillLeftovers end those. Close is safe to call twice and after the plugin died.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() { c.closeErr = c.close() })
 	return c.closeErr
@@ -260,9 +261,9 @@ func (c *Client) close() error {
 	}
 	var killErr error
 	if c.pid != 0 { // the process started
-		ctx, cancel := context.WithTimeout(context.Background(), leftoverTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), proc.LeftoverTimeout)
 		defer cancel()
-		killErr = killGroupOf(ctx, c.pid, c.start)
+		killErr = proc.KillGroupOf(ctx, c.pid, c.start)
 	}
 	rmErr := os.RemoveAll(c.socketDir)
 	if err := cmp.Or(killErr, rmErr); err != nil {

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // buildTestPlugin builds cem/internal/testplugin into a directory of t's. Each top-level test
@@ -73,6 +75,16 @@ func launchTest(t *testing.T, bin string) (*Client, *syncBuffer) {
 	return c, stderr
 }
 
+// awaitPid waits until a process has written its pid into path.
+func awaitPid(t *testing.T, path string) int {
+	t.Helper()
+	pid, err := proc.AwaitPid(context.Background(), path, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
 // checkGroupGone fails t if some live process is left in process group pgid, and kills it
 // so that the test leaves nothing behind either way.
 func checkGroupGone(t *testing.T, pgid int) {
@@ -81,7 +93,7 @@ func checkGroupGone(t *testing.T, pgid int) {
 		t.Errorf("no plugin pid (%d) to check", pgid)
 		return
 	}
-	alive, err := groupAlive(pgid)
+	alive, err := proc.GroupAlive(pgid)
 	if err != nil {
 		t.Error(err)
 	}
@@ -89,10 +101,10 @@ func checkGroupGone(t *testing.T, pgid int) {
 		return
 	}
 	t.Errorf("process group %d still has live processes", pgid)
-	if err := killGroup(pgid); err != nil {
+	if err := proc.KillGroup(pgid); err != nil {
 		t.Error(err)
 	}
-	if err := waitGroupGone(context.Background(), pgid); err != nil {
+	if err := proc.WaitGroupGone(context.Background(), pgid); err != nil {
 		t.Error(err)
 	}
 }
@@ -174,7 +186,7 @@ func TestLaunchErrors(t *testing.T) {
 				t.Errorf("error %q does not wrap %v", msg, tt.ctxErr)
 			}
 			if tt.ran {
-				checkGroupGone(t, readPid(t, tt.path+".pid"))
+				checkGroupGone(t, awaitPid(t, tt.path+".pid"))
 			}
 		})
 	}
@@ -201,7 +213,7 @@ func TestPluginProcess(t *testing.T) {
 			errc <- err
 		}()
 		// Kill only once the plugin is inside Apply, so that the call is truly in flight.
-		if err := WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
+		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
 			return fileExists(marker), nil
 		}); err != nil {
 			t.Fatal(err)
@@ -220,7 +232,7 @@ func TestPluginProcess(t *testing.T) {
 		case strings.Contains(err.Error(), "\n"):
 			t.Errorf("error %q is not one line", err)
 		}
-		if err := WaitFor(ctx, 10*time.Second, "the plugin's exit to be noticed", func(context.Context) (bool, error) {
+		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin's exit to be noticed", func(context.Context) (bool, error) {
 			return c.Exited(), nil
 		}); err != nil {
 			t.Fatal(err)
@@ -239,7 +251,7 @@ func TestPluginProcess(t *testing.T) {
 		}
 		// The plugin logs at Info first, then at Warn: once the warning has arrived, the line
 		// before it has been read too, and must not have been shown.
-		err := WaitFor(ctx, 10*time.Second, "the plugin's warning", func(context.Context) (bool, error) {
+		err := proc.WaitFor(ctx, 10*time.Second, "the plugin's warning", func(context.Context) (bool, error) {
 			return strings.Contains(stderr.String(), "[WARN]  plugin.testplugin: disk almost full"), nil
 		})
 		if err != nil {
@@ -259,8 +271,8 @@ func TestPluginProcess(t *testing.T) {
 		if err := c.Start(ctx, spec); err != nil {
 			t.Fatal(err)
 		}
-		child := readPid(t, filepath.Join(dir, "child.pid"))
-		if !alive(child) {
+		child := awaitPid(t, filepath.Join(dir, "child.pid"))
+		if !proc.Alive(child) {
 			t.Fatalf("the plugin's child %d is not running", child)
 		}
 		if c.Exited() {
@@ -269,7 +281,7 @@ func TestPluginProcess(t *testing.T) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if alive(child) {
+		if proc.Alive(child) {
 			t.Errorf("the plugin's child %d outlived Close", child)
 		}
 		if !c.Exited() {
@@ -315,10 +327,10 @@ func TestPluginProcess(t *testing.T) {
 		}
 		var plugin int
 		t.Cleanup(func() {
-			_ = killGroup(host.Process.Pid)
+			_ = proc.KillGroup(host.Process.Pid)
 			_ = host.Wait()
 			if plugin > 0 {
-				_ = killGroup(plugin)
+				_ = proc.KillGroup(plugin)
 			}
 		})
 		line, err := bufio.NewReader(out).ReadString('\n')
@@ -332,9 +344,9 @@ func TestPluginProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = host.Wait()
-		err = WaitFor(context.Background(), 10*time.Second, "the plugin to die with its host",
+		err = proc.WaitFor(context.Background(), 10*time.Second, "the plugin to die with its host",
 			func(context.Context) (bool, error) {
-				alive, err := groupAlive(plugin)
+				alive, err := proc.GroupAlive(plugin)
 				return !alive, err
 			})
 		if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -116,7 +117,7 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 		return Summary{}, fmt.Errorf("work directory: %w", err)
 	}
 	// A run that was killed outright leaves its cluster directories: end what they started.
-	if err := cem.KillLeftovers(workRoot); err != nil {
+	if err := proc.KillLeftovers(workRoot); err != nil {
 		return Summary{}, fmt.Errorf("sweep the last run's clusters: %w", err)
 	}
 	if err := os.RemoveAll(workRoot); err != nil {
@@ -324,7 +325,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		}
 		w.plugin = p
 	}
-	if err := cem.CheckPortsFree(w.base, w.stride); err != nil {
+	if err := proc.CheckPortsFree(w.base, w.stride); err != nil {
 		o.harness("%v", err)
 		return o
 	}
@@ -445,7 +446,7 @@ func (w *worker) cleanup(ctx context.Context, o *outcome) error {
 				o.replace = true
 			}
 		}
-		if err := cem.KillLeftovers(w.dir); err != nil {
+		if err := proc.KillLeftovers(w.dir); err != nil {
 			o.note(fmt.Sprintf("kill leftover servers: %v", err))
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/oracle"
 
-	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -190,7 +190,7 @@ func TestRunVerdicts(t *testing.T) {
 		t.Errorf("verdict.txt:\n%s\nwant:\n%s", verdict, wantVerdict)
 	}
 	// The crash's folder holds the actions taken before it, and no pid file is left.
-	if _, err := os.Stat(filepath.Join(st.FailureDir(all[4].ID), results.ClusterDir, "server"+cem.PidFileSuffix)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(st.FailureDir(all[4].ID), results.ClusterDir, "server"+proc.PidFileSuffix)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the dead plugin's pid file was not swept: %v", err)
 	}
 }

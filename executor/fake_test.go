@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/executor"
 )
 
 // The executor's own logic (verdicts, the worker pool, plugin death, interrupts, resume) is
 // tested against fakePlugin, an in-process CEM whose "cluster" is one map per replica plus one
-// real process (sleep) started with cem.StartProcess, so that the sweep of a dead plugin's
+// real process (sleep) started with proc.StartProcess, so that the sweep of a dead plugin's
 // servers is checked on a real process group. Real servers are driven by the integration test.
 
 // behaviour says what the fake does with one schedule; steps are 1-based, 0 means never.
@@ -47,7 +48,7 @@ type fakeSystem struct {
 	launches int
 	open     int                  // plugins launched and not closed
 	running  map[string]int       // cluster directory -> base port, for clusters not torn down
-	servers  []*cem.Process       // every server started
+	servers  []*proc.Process      // every server started
 	calls    map[string][]string  // schedule ID -> calls made for it, in order
 	closeRun map[*fakePlugin]bool // plugins closed with a cluster running
 }
@@ -109,7 +110,7 @@ type fakePlugin struct {
 	spec    cem.ClusterSpec
 	b       behaviour
 	data    []map[string]string
-	server  *cem.Process
+	server  *proc.Process
 	running bool
 }
 
@@ -150,7 +151,7 @@ func (p *fakePlugin) Start(ctx context.Context, spec cem.ClusterSpec) error {
 	s.mu.Unlock()
 	p.running = true
 
-	srv, err := cem.StartProcess(cem.ProcessSpec{Name: "server", Dir: spec.Dir, Path: "sleep", Args: []string{"300"}})
+	srv, err := proc.StartProcess(proc.ProcessSpec{Name: "server", Dir: spec.Dir, Path: "sleep", Args: []string{"300"}})
 	if err != nil {
 		return err
 	}

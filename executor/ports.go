@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // ephemeralRangeFile holds the range of ports Linux gives outgoing connections.
@@ -25,7 +25,7 @@ func checkPorts(base, n int) error {
 		return setupErrorf("the workers' ports %d-%d overlap the ephemeral port range %d-%d (%s), where outgoing connections take theirs: choose a base_port of at most %d",
 			base, last, lo, hi, ephemeralRangeFile, lo-n)
 	}
-	if err := cem.CheckPortsFree(base, n); err != nil {
+	if err := proc.CheckPortsFree(base, n); err != nil {
 		return setupErrorf("%w: choose another base_port", err)
 	}
 	return nil

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // chromiumTimeout bounds one headless Chromium run: it renders the page and exits in about
@@ -28,7 +28,7 @@ func chromium(t *testing.T, page string, args ...string) string {
 		t.Fatalf("chromium is not installed: the report must be checked in a real browser (apt-get install -y chromium; scripts/setup installs it): %v", err)
 	}
 	dir := t.TempDir()
-	p, err := cem.StartProcess(cem.ProcessSpec{
+	p, err := proc.StartProcess(proc.ProcessSpec{
 		Name: "chromium", Dir: dir, Path: bin,
 		Args: append([]string{
 			"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",

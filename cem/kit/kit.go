@@ -35,6 +35,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // About describes a plugin.
@@ -217,7 +218,7 @@ type Replica struct {
 	// Starts is how many times the server was started before the current start.
 	Starts int
 
-	proc      *cem.Process // nil while down
+	proc      *proc.Process // nil while down
 	suspended bool
 	link      int  // the replica the server follows (link models), aem.NoSource for none
 	promoted  bool // S/S/R: unlinked to take writes while its source was suspended

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
 )
@@ -266,7 +267,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		return p.errorf("start", err)
 	}
 	ppr := p.about.PortsPerReplica
-	if err := cem.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
+	if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
 		return p.errorf("start", err)
 	}
 
@@ -434,7 +435,7 @@ func (p *Plugin) teardown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	errs[len(errs)-1] = cem.KillLeftovers(p.c.Spec.Dir)
+	errs[len(errs)-1] = proc.KillLeftovers(p.c.Spec.Dir)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: teardown: %w", p.about.Name, err)
 	}
@@ -474,7 +475,7 @@ func (p *Plugin) act(r *Replica, format string, args ...any) {
 // becomes a *cem.NotReachedError naming what was awaited and what cond last saw.
 func (p *Plugin) await(ctx context.Context, what string, rs []*Replica, cond func(ctx context.Context) (bool, string, error)) error {
 	seen := ""
-	err := cem.WaitFor(ctx, p.c.Spec.StepTimeout, what, func(ctx context.Context) (bool, error) {
+	err := proc.WaitFor(ctx, p.c.Spec.StepTimeout, what, func(ctx context.Context) (bool, error) {
 		for _, r := range rs {
 			if !r.running() {
 				return false, p.exitedError(r)
@@ -484,7 +485,7 @@ func (p *Plugin) await(ctx context.Context, what string, rs []*Replica, cond fun
 		seen = s
 		return ok, err
 	})
-	var te *cem.WaitTimeoutError
+	var te *proc.WaitTimeoutError
 	if !errors.As(err, &te) {
 		return err
 	}

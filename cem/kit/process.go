@@ -20,7 +20,7 @@ import (
 	"syscall"
 
 	"github.com/modulo-testing/modulo/aem"
-	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // startServer starts r's server with the system's command; it returns once the process is
@@ -33,7 +33,7 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Name, err)
 	}
-	proc, err := cem.StartProcess(cem.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env})
+	proc, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env})
 	if err != nil {
 		return err
 	}

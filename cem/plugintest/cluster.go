@@ -16,6 +16,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -32,7 +33,7 @@ type cluster struct {
 	s        *suite
 	p        cem.CEM
 	spec     cem.ClusterSpec
-	groups   []cem.PidFile
+	groups   []proc.PidFile
 	tornDown bool
 }
 
@@ -56,7 +57,7 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		if !c.tornDown {
 			c.teardownChecked(t)
 		}
-		if err := cem.KillLeftovers(c.spec.Dir); err != nil {
+		if err := proc.KillLeftovers(c.spec.Dir); err != nil {
 			t.Errorf("kill leftovers: %v", err)
 		}
 	})
@@ -99,7 +100,7 @@ func FreePorts(t testing.TB, n int) int {
 			continue
 		}
 		base := portLow + first*portBlock
-		if cem.CheckPortsFree(base, n) != nil {
+		if proc.CheckPortsFree(base, n) != nil {
 			closeAll(locks)
 			continue
 		}
@@ -210,12 +211,12 @@ func (c *cluster) read(t *testing.T) cem.Snapshot {
 // record adds the process groups that the cluster directory's pid files name now.
 func (c *cluster) record(t *testing.T) {
 	t.Helper()
-	files, err := cem.PidFiles(c.spec.Dir)
+	files, err := proc.PidFiles(c.spec.Dir)
 	if err != nil {
 		t.Error(err)
 	}
 	for _, f := range files {
-		if !slices.ContainsFunc(c.groups, func(g cem.PidFile) bool { return g.Pid == f.Pid && g.Start == f.Start }) {
+		if !slices.ContainsFunc(c.groups, func(g proc.PidFile) bool { return g.Pid == f.Pid && g.Start == f.Start }) {
 			c.groups = append(c.groups, f)
 		}
 	}
@@ -234,7 +235,7 @@ func (c *cluster) teardownChecked(t *testing.T) {
 			t.Errorf("teardown %d: %v", k, err)
 		}
 	}
-	files, err := cem.PidFiles(c.spec.Dir)
+	files, err := proc.PidFiles(c.spec.Dir)
 	if err != nil {
 		t.Error(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
@@ -247,7 +248,7 @@ func (s *suite) teardown(t *testing.T, first aem.Transition) {
 	}
 	c.teardownChecked(t)
 	if len(c.groups) == 0 {
-		t.Error("the cluster directory never held a pid file: servers must be started with cem.StartProcess")
+		t.Error("the cluster directory never held a pid file: servers must be started with proc.StartProcess")
 	}
 }
 
@@ -258,7 +259,7 @@ func (s *suite) fault(t *testing.T, sig syscall.Signal, steps []aem.Transition) 
 	if err := c.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	files, err := cem.PidFiles(c.spec.Dir)
+	files, err := proc.PidFiles(c.spec.Dir)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no pid file to find a server by (%v)", err)
 	}
@@ -289,15 +290,15 @@ func (s *suite) fault(t *testing.T, sig syscall.Signal, steps []aem.Transition) 
 // pickVictim picks the server to crash or suspend: one that the first step must write to, so
 // that the plugin has to talk to it before it fails or suspends it itself (S/S/R resumes a
 // replica it suspended, which would undo a SIGSTOP). Servers are found by the kit's naming,
-// "<plugin>-<replica>" + cem.PidFileSuffix; a plugin that names them otherwise gets the first.
-func pickVictim(files []cem.PidFile, first aem.Transition) cem.PidFile {
-	slices.SortFunc(files, func(a, b cem.PidFile) int { return strings.Compare(a.Path, b.Path) })
+// "<plugin>-<replica>" + proc.PidFileSuffix; a plugin that names them otherwise gets the first.
+func pickVictim(files []proc.PidFile, first aem.Transition) proc.PidFile {
+	slices.SortFunc(files, func(a, b proc.PidFile) int { return strings.Compare(a.Path, b.Path) })
 	if first.Kind != aem.Divergence {
 		return files[0]
 	}
 	top := first.WriteCount()
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f.Path), cem.PidFileSuffix)
+		name := strings.TrimSuffix(filepath.Base(f.Path), proc.PidFileSuffix)
 		i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
 		if err == nil && i < len(first.Writes) && first.Writes[i] == top {
 			return f
@@ -358,13 +359,13 @@ func (s *suite) pluginDeath(t *testing.T) {
 		t.Fatalf("start: %v", err)
 	}
 	if len(c.groups) == 0 {
-		t.Fatal("the cluster directory holds no pid file: servers must be started with cem.StartProcess")
+		t.Fatal("the cluster directory holds no pid file: servers must be started with proc.StartProcess")
 	}
 	if err := syscall.Kill(client.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	c.tornDown = true // nobody is left to tear it down: that is the point
-	err := cem.WaitFor(context.Background(), pluginDeathTimeout, "every server's process group to die with the plugin", func(context.Context) (bool, error) {
+	err := proc.WaitFor(context.Background(), pluginDeathTimeout, "every server's process group to die with the plugin", func(context.Context) (bool, error) {
 		for _, g := range c.groups {
 			if alive, err := g.GroupAlive(); alive || err != nil {
 				return false, err

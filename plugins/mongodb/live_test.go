@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 
 	"github.com/modulo-testing/modulo/cem"
 )
@@ -86,7 +87,7 @@ func checkNothingLeft(t *testing.T, spec cem.ClusterSpec) {
 		t.Errorf("mongod processes left after Teardown: %v", left)
 	}
 	_ = filepath.WalkDir(spec.Dir, func(path string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasSuffix(path, cem.PidFileSuffix) {
+		if err == nil && strings.HasSuffix(path, proc.PidFileSuffix) {
 			t.Errorf("pid file left after Teardown: %s", path)
 		}
 		return nil

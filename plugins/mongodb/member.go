@@ -9,13 +9,12 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/proc"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
-
-	"github.com/modulo-testing/modulo/cem"
 )
 
 // The data the schedules write: one document {_id: key, v: value} per write.
@@ -37,7 +36,7 @@ type member struct {
 	index  int
 	port   int
 	dir    string
-	proc   *cem.Process // nil while down
+	proc   *proc.Process // nil while down
 	client *mongo.Client
 }
 
@@ -54,7 +53,7 @@ func (m *member) start(mongod string, cfg *Config) error {
 	if err := os.MkdirAll(m.dbPath(), 0o755); err != nil {
 		return fmt.Errorf("%s: %w", m, err)
 	}
-	p, err := cem.StartProcess(cem.ProcessSpec{
+	p, err := proc.StartProcess(proc.ProcessSpec{
 		Name: processName, Dir: m.dir, Path: mongod, Args: cfg.mongodArgs(m.port, m.dbPath()),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
 )
@@ -81,7 +82,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 func mongodVersion(ctx context.Context, mongod, dir string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
-	proc, err := cem.StartProcess(cem.ProcessSpec{Name: "mongod-version", Dir: dir, Path: mongod, Args: []string{"--version"}})
+	proc, err := proc.StartProcess(proc.ProcessSpec{Name: "mongod-version", Dir: dir, Path: mongod, Args: []string{"--version"}})
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w", mongod, err)
 	}
@@ -129,7 +130,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	if err := cem.CheckPortsFree(spec.BasePort, spec.Replicas); err != nil {
+	if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
 	mongod, err := cfg.mongodPath()
@@ -416,12 +417,12 @@ func (p *Plugin) awaitSync(ctx context.Context, members []int) error {
 // so does a member's mongod exiting (the system under test crashed).
 func (p *Plugin) await(ctx context.Context, timeout time.Duration, what string, cond func(ctx context.Context) (ok bool, seen string, err error)) error {
 	seen := ""
-	err := cem.WaitFor(ctx, timeout, what, func(ctx context.Context) (bool, error) {
+	err := proc.WaitFor(ctx, timeout, what, func(ctx context.Context) (bool, error) {
 		ok, s, err := cond(ctx)
 		seen = s
 		return ok, err
 	})
-	var te *cem.WaitTimeoutError
+	var te *proc.WaitTimeoutError
 	var exited *exitedError
 	switch {
 	case errors.As(err, &te):
@@ -472,7 +473,7 @@ func (p *Plugin) Teardown(ctx context.Context) error {
 	}
 	p.members, p.planner, p.primary = nil, nil, -1
 	if p.spec.Dir != "" {
-		if err := cem.KillLeftovers(p.spec.Dir); err != nil {
+		if err := proc.KillLeftovers(p.spec.Dir); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -79,11 +80,11 @@ func infoField(t testing.TB, spec cem.ClusterSpec, i int, section, field string)
 // serverPid reads the pid of replica i's server from the pid file the kit keeps.
 func serverPid(t testing.TB, spec cem.ClusterSpec, i int) int {
 	t.Helper()
-	files, err := cem.PidFiles(spec.Dir)
+	files, err := proc.PidFiles(spec.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := about.Name + "-" + strconv.Itoa(i) + cem.PidFileSuffix
+	name := about.Name + "-" + strconv.Itoa(i) + proc.PidFileSuffix
 	for _, f := range files {
 		if filepath.Base(f.Path) == name {
 			return f.Pid

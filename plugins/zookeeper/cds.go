@@ -14,8 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // JVM start-up is most of what a replica's restart costs. An AppCDS archive maps the classes a
@@ -121,7 +121,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	err = cem.WaitFor(ctx, cdsTrainingTimeout, "lock "+path, func(context.Context) (bool, error) {
+	err = proc.WaitFor(ctx, cdsTrainingTimeout, "lock "+path, func(context.Context) (bool, error) {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return false, nil
@@ -147,7 +147,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 	for _, r := range c.Replicas {
 		train = append(train, &kit.Replica{Index: r.Index, Name: r.Name, Dir: filepath.Join(dir, r.Name), Ports: r.Ports})
 	}
-	var procs []*cem.Process
+	var procs []*proc.Process
 	defer func() {
 		for _, p := range procs {
 			_ = p.Kill(context.Background()) // best effort: the cluster's teardown sweeps its directory
@@ -161,7 +161,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 		if i == 0 {
 			record = []string{"-XX:ArchiveClassesAtExit=" + archive}
 		}
-		p, err := cem.StartProcess(cem.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: s.in.java, Args: s.javaArgs(r, record)})
+		p, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: s.in.java, Args: s.javaArgs(r, record)})
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 		ok, _, err := s.CaughtUp(ctx, c, train)
 		return ok, err
 	}
-	if err := cem.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up", caughtUp); err != nil {
+	if err := proc.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up", caughtUp); err != nil {
 		return err
 	}
 	recorder := train[0]
@@ -186,7 +186,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 	if _, err := s.ReadAll(ctx, recorder); err != nil {
 		return err
 	}
-	if err := cem.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up after a write", caughtUp); err != nil {
+	if err := proc.WaitFor(ctx, cdsTrainingTimeout, "the training ensemble caught up after a write", caughtUp); err != nil {
 		return err
 	}
 	if _, err := mntr(ctx, recorder.Addr(0)); err != nil {

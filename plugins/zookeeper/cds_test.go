@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
-	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // TestClassDataSharing: the first start with an empty cache makes the archive, every server
@@ -36,7 +36,7 @@ func TestClassDataSharing(t *testing.T) {
 		if len(a) != 1 {
 			t.Fatalf("archives after a start: %v", a)
 		}
-		files, err := cem.PidFiles(spec.Dir)
+		files, err := proc.PidFiles(spec.Dir)
 		if err != nil || len(files) != 3 {
 			t.Fatalf("pid files %v, %v; want 3", files, err)
 		}

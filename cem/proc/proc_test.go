@@ -1,6 +1,6 @@
 //go:build linux
 
-package cem
+package proc
 
 import (
 	"bufio"
@@ -44,25 +44,11 @@ func shellWithChild(t *testing.T, dir, name string) (*Process, int) {
 // readPid waits until a shell has written a pid into path.
 func readPid(t *testing.T, path string) int {
 	t.Helper()
-	var pid int
-	err := WaitFor(context.Background(), 5*time.Second, path, func(context.Context) (bool, error) {
-		b, err := os.ReadFile(path)
-		if err != nil || !strings.HasSuffix(string(b), "\n") {
-			return false, nil
-		}
-		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil, err
-	})
+	pid, err := AwaitPid(context.Background(), path, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pid
-}
-
-// alive tells whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	st, err := readStat(pid)
-	return err == nil && st.state != 'Z' && st.state != 'X'
 }
 
 // state returns pid's state letter from /proc, failing the test when it has gone.
@@ -139,7 +125,7 @@ func TestKillReapsWholeGroup(t *testing.T) {
 			dir := t.TempDir()
 			p, child := shellWithChild(t, dir, "server")
 			tt.prep(t, p)
-			if !alive(child) {
+			if !Alive(child) {
 				t.Fatalf("child %d died before Kill", child)
 			}
 			if err := p.Kill(context.Background()); err != nil {
@@ -148,7 +134,7 @@ func TestKillReapsWholeGroup(t *testing.T) {
 			if p.Running() {
 				t.Error("leader still running after Kill")
 			}
-			if alive(child) {
+			if Alive(child) {
 				t.Errorf("child %d still alive after Kill", child)
 			}
 			if err := p.Kill(context.Background()); err != nil {
@@ -228,7 +214,7 @@ func TestKillLeftovers(t *testing.T) {
 	if err := KillLeftovers(dir); err != nil {
 		t.Fatal(err)
 	}
-	if alive(child) {
+	if Alive(child) {
 		t.Errorf("leftover child %d still alive", child)
 	}
 	if !other.Running() {
@@ -293,7 +279,7 @@ func TestParentDeathKillsServer(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	err = WaitFor(context.Background(), 5*time.Second, "server to die with its plugin",
-		func(context.Context) (bool, error) { return !alive(server), nil })
+		func(context.Context) (bool, error) { return !Alive(server), nil })
 	if err != nil {
 		t.Error(err)
 	}

@@ -2,7 +2,7 @@
 
 // Process groups, parent-death signals and /proc are Linux facilities; plugins run on Linux.
 
-package cem
+package proc
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"time"
 )
 
-// leftoverTimeout bounds how long a SIGKILLed process group may take to end.
-const leftoverTimeout = 10 * time.Second
+// LeftoverTimeout bounds how long a SIGKILLed process group may take to end.
+const LeftoverTimeout = 10 * time.Second
 
 // PidFileSuffix ends the name of every pid file StartProcess writes, so that KillLeftovers
 // finds them and nothing else.
@@ -97,7 +97,7 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		close(p.exited)
 	}()
 	if err := errors.Join(statErr, writePidFile(p.pidPath, p.Pid, p.start)); err != nil {
-		_ = killGroup(p.Pid)
+		_ = KillGroup(p.Pid)
 		<-p.exited
 		return nil, fmt.Errorf("start %s: pid file: %w", spec.Name, err)
 	}
@@ -152,7 +152,7 @@ func (p *Process) Kill(ctx context.Context) error {
 	if p.killed {
 		return nil
 	}
-	if err := killGroupOf(ctx, p.Pid, p.start); err != nil {
+	if err := KillGroupOf(ctx, p.Pid, p.start); err != nil {
 		return fmt.Errorf("kill %s: %w", p.Name, err)
 	}
 	select {
@@ -167,42 +167,42 @@ func (p *Process) Kill(ctx context.Context) error {
 	return nil
 }
 
-// killGroupOf SIGKILLs the process group that the process (pid, start) leads or led, and waits
+// KillGroupOf SIGKILLs the process group that the process (pid, start) leads or led, and waits
 // until no member is left alive. When pid now names a process started at another time, the pid
 // was reused after the group ended and the group there is someone else's: it is left alone.
 // While the old group has members its ID cannot be reused, so a leader that is gone does not
 // keep its orphans from being killed.
-func killGroupOf(ctx context.Context, pid int, start uint64) error {
+func KillGroupOf(ctx context.Context, pid int, start uint64) error {
 	if st, err := readStat(pid); err == nil && st.startTime != start {
 		return nil
 	}
-	if err := killGroup(pid); err != nil {
+	if err := KillGroup(pid); err != nil {
 		return err
 	}
-	return waitGroupGone(ctx, pid)
+	return WaitGroupGone(ctx, pid)
 }
 
-// killGroup sends SIGKILL to process group pgid; a group that no longer exists is fine.
-func killGroup(pgid int) error {
+// KillGroup sends SIGKILL to process group pgid; a group that no longer exists is fine.
+func KillGroup(pgid int) error {
 	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("SIGKILL process group %d: %w", pgid, err)
 	}
 	return nil
 }
 
-// waitGroupGone waits until no live (non-zombie) process is left in group pgid. A SIGKILLed
+// WaitGroupGone waits until no live (non-zombie) process is left in group pgid. A SIGKILLed
 // child of the server is reparented and reaped by someone else; until it is gone it may still
 // be writing the server's data directory.
-func waitGroupGone(ctx context.Context, pgid int) error {
-	return WaitFor(ctx, leftoverTimeout, fmt.Sprintf("process group %d to end", pgid),
+func WaitGroupGone(ctx context.Context, pgid int) error {
+	return WaitFor(ctx, LeftoverTimeout, fmt.Sprintf("process group %d to end", pgid),
 		func(context.Context) (bool, error) {
-			alive, err := groupAlive(pgid)
+			alive, err := GroupAlive(pgid)
 			return !alive, err
 		})
 }
 
-// groupAlive tells whether some process of group pgid is alive (not a zombie).
-func groupAlive(pgid int) (bool, error) {
+// GroupAlive tells whether some process of group pgid is alive (not a zombie).
+func GroupAlive(pgid int) (bool, error) {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false, nil
 	}
@@ -231,6 +231,19 @@ type procStat struct {
 	state     byte
 	pgrp      int
 	startTime uint64 // clock ticks after boot: with the pid, unique to one process
+}
+
+// Alive tells whether pid is a live process (not a zombie).
+func Alive(pid int) bool {
+	st, err := readStat(pid)
+	return err == nil && st.state != 'Z' && st.state != 'X'
+}
+
+// StartTime is when process pid started, in clock ticks after boot: with the pid, it names one
+// process, so that a pid that was reused can be told apart.
+func StartTime(pid int) (uint64, error) {
+	st, err := readStat(pid)
+	return st.startTime, err
 }
 
 func readStat(pid int) (procStat, error) {
@@ -275,7 +288,7 @@ func writePidFile(path string, pid int, start uint64) error {
 func KillLeftovers(dir string) error {
 	// SIGKILL cannot be refused, so the groups end at once; the bound only guards against a
 	// process stuck in the kernel.
-	ctx, cancel := context.WithTimeout(context.Background(), leftoverTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), LeftoverTimeout)
 	defer cancel()
 	var errs []error
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -304,7 +317,7 @@ func killPidFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if err := killGroupOf(ctx, f.Pid, f.Start); err != nil {
+	if err := KillGroupOf(ctx, f.Pid, f.Start); err != nil {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil {

@@ -1,4 +1,4 @@
-package cem
+package proc
 
 import (
 	"errors"

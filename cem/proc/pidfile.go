@@ -1,14 +1,17 @@
 //go:build linux
 
-package cem
+package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // PidFile is one pid file that StartProcess wrote: the process group a server leads.
@@ -68,5 +71,20 @@ func (f PidFile) GroupAlive() (bool, error) {
 	if st, err := readStat(f.Pid); err == nil && st.startTime != f.Start {
 		return false, nil
 	}
-	return groupAlive(f.Pid)
+	return GroupAlive(f.Pid)
+}
+
+// AwaitPid waits, up to timeout, until a process has written a pid and a newline into path (a
+// server's or a shell's own pid file), and returns the pid.
+func AwaitPid(ctx context.Context, path string, timeout time.Duration) (int, error) {
+	var pid int
+	err := WaitFor(ctx, timeout, "a pid in "+path, func(context.Context) (bool, error) {
+		b, err := os.ReadFile(path)
+		if err != nil || !strings.HasSuffix(string(b), "\n") {
+			return false, nil
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil, err
+	})
+	return pid, err
 }

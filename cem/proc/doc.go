@@ -1,0 +1,6 @@
+// Package proc holds the helpers that a plugin (and modulo's host side) needs to run servers
+// and wait for them: every server in a process group of its own, killed whole with everything
+// it forked; pid files naming each group, so that a later run can end what a killed one left
+// (KillLeftovers); a check that ports are free; and WaitFor, the bounded poll every wait uses.
+// It knows nothing of the plugin protocol.
+package proc
