@@ -130,6 +130,10 @@ func IsNotReached(err error) bool {
 	return errors.As(err, &nr)
 }
 
+// DefaultStepTimeout bounds each wait of a step when the configuration gives no step_timeout:
+// the executor's default, and a plugin's when a cluster spec comes without one.
+const DefaultStepTimeout = 30 * time.Second
+
 // DefaultCallTimeout is the host's bound on one call to a plugin, for a step timeout and
 // cluster size: a plugin's Start may wait for each replica in turn, each wait bounded by the
 // step timeout, so the bound leaves room for every replica and two more waits. It only catches

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/internal/words"
 )
 
 // Divergence is how the replicas of a snapshot differ: the replicas that could not be read,
@@ -119,7 +120,7 @@ func (d Divergence) Line() string {
 		for _, k := range d.Keys[:min(n, DetailKeys)] {
 			ks = append(ks, fmt.Sprintf("%s (%s)", k.Key, d.values(k)))
 		}
-		s := fmt.Sprintf("%d %s: %s", n, plural(n, "key differs", "keys differ"), strings.Join(ks, ", "))
+		s := fmt.Sprintf("%d %s: %s", n, words.Plural(n, "key differs", "keys differ"), strings.Join(ks, ", "))
 		if n > DetailKeys {
 			s += fmt.Sprintf(", and %d more", n-DetailKeys)
 		}
@@ -139,7 +140,7 @@ func (d Divergence) Report() string {
 		fmt.Fprintf(&b, "replica %d could not be read: %s\n", u.Replica, u.Err)
 	}
 	if n := len(d.Keys); n > 0 {
-		fmt.Fprintf(&b, "%d %s:\n", n, plural(n, "key differs", "keys differ"))
+		fmt.Fprintf(&b, "%d %s:\n", n, words.Plural(n, "key differs", "keys differ"))
 		for _, k := range d.Keys {
 			fmt.Fprintf(&b, "  %s\n", k.Key)
 			for i := range d.Replicas {
@@ -172,13 +173,6 @@ func (d Divergence) value(k KeyDiff, i, maxLen int) string {
 		return fmt.Sprintf("%q...", v.Text[:maxLen])
 	}
 	return fmt.Sprintf("%q", v.Text)
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func firstLine(s string) string {

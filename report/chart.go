@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/modulo-testing/modulo/internal/words"
 )
 
 // chart is an SVG chart laid out in pixels: a plot area with axes and ticks, and bars, a
@@ -136,14 +138,7 @@ func histogram(c *chart, values []float64, maxBins int) {
 		h := float64(n) / ytop * c.PlotH
 		c.Bars = append(c.Bars, bar{
 			X: c.Left + float64(i)*bw + 1, Y: c.Bottom() - h, W: bw - 2, H: h, Count: n,
-			Title: fmt.Sprintf("%d %s from %s to %s", n, plural(n, "run", "runs"), seconds(float64(i)*width), seconds(float64(i+1)*width)),
+			Title: fmt.Sprintf("%d %s from %s to %s", n, words.Plural(n, "run", "runs"), seconds(float64(i)*width), seconds(float64(i+1)*width)),
 		})
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

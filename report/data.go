@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 )
 
@@ -135,7 +136,7 @@ func oddOnes(k oracle.KeyDiff, group []int, unreadable map[int]bool) map[int]boo
 
 // String says what the table shows, for its caption.
 func (t *dataTable) String() string {
-	s := fmt.Sprintf("%d %s", t.DiffKeys, plural(t.DiffKeys, "key differs", "keys differ"))
+	s := fmt.Sprintf("%d %s", t.DiffKeys, words.Plural(t.DiffKeys, "key differs", "keys differ"))
 	if t.Groups != "" {
 		s += " (compared within " + t.Groups + ")"
 	}

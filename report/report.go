@@ -24,6 +24,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -44,7 +45,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"neg":  func(a float64) float64 { return -a },
 	// line is the baseline, in a timeline's cell, of event line k.
 	"line":   func(k int) float64 { return 15 + 14*float64(k) },
-	"plural": plural,
+	"plural": words.Plural,
 }).Parse(pageText))
 
 // MaxDrawn bounds the schedules drawn in full (timeline, data, actions); the rest are listed
@@ -270,9 +271,9 @@ func (p *page) kinds(s *results.Summary) error {
 		}
 		c := newChart("time-"+k, k, 370, 200)
 		c.Kind = k
-		c.XLabel = fmt.Sprintf("%d %s", len(times[k]), plural(len(times[k]), "step", "steps"))
+		c.XLabel = fmt.Sprintf("%d %s", len(times[k]), words.Plural(len(times[k]), "step", "steps"))
 		if k == kindStart || k == kindRead {
-			c.XLabel = fmt.Sprintf("%d %s", len(times[k]), plural(len(times[k]), "run", "runs"))
+			c.XLabel = fmt.Sprintf("%d %s", len(times[k]), words.Plural(len(times[k]), "run", "runs"))
 		}
 		histogram(c, times[k], 20)
 		p.Kinds = append(p.Kinds, c)

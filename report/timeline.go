@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -116,7 +117,7 @@ func events(t *aem.Transition, before, after *aem.State, i int) []string {
 	var parts []string
 	if t.Kind == aem.Divergence {
 		if w := t.Writes[i]; w > 0 {
-			parts = append(parts, fmt.Sprintf("+%d %s", w, plural(w, "write", "writes")))
+			parts = append(parts, fmt.Sprintf("+%d %s", w, words.Plural(w, "write", "writes")))
 		}
 		switch {
 		case before.On[i] && !after.On[i] && after.Crashed != nil && after.Crashed[i]:

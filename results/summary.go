@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -202,7 +203,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "\nevery schedule with a verdict passed\n")
 		return err
 	}
-	fmt.Fprintf(w, "\n%d %s did not pass:\n", len(np), plural(len(np), "schedule", "schedules"))
+	fmt.Fprintf(w, "\n%d %s did not pass:\n", len(np), words.Plural(len(np), "schedule", "schedules"))
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERDICT\tREPLAYED\tSHRUNK TO\tDETAIL")
 	for _, r := range np {
@@ -234,11 +235,4 @@ func share(n int, total uint64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -237,13 +238,6 @@ func (s *Shrinker) Search(ctx context.Context, steps []aem.Transition, limit int
 // Describe renders a candidate for people: its size and its transitions.
 func Describe(c Candidate) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s, ops=%d: %s", len(c.Steps), plural(len(c.Steps), "step", "steps"), c.Ops, c.Body())
+	fmt.Fprintf(&b, "%d %s, ops=%d: %s", len(c.Steps), words.Plural(len(c.Steps), "step", "steps"), c.Ops, c.Body())
 	return b.String()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

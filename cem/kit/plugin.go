@@ -23,9 +23,6 @@ import (
 	"github.com/modulo-testing/modulo/internal/build"
 )
 
-// DefaultStepTimeout bounds each wait when the executor gives no step timeout.
-const DefaultStepTimeout = 30 * time.Second
-
 // teardownTimeout bounds how long Teardown waits for SIGKILLed servers to be gone. It does not
 // use the caller's context: a cancelled run (Ctrl-C) must still end every server.
 const teardownTimeout = 10 * time.Second
@@ -260,7 +257,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		return err
 	}
 	if spec.StepTimeout <= 0 {
-		spec.StepTimeout = DefaultStepTimeout
+		spec.StepTimeout = cem.DefaultStepTimeout
 	}
 	eng, err := p.newEngine(d)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/config"
 )
 
@@ -30,7 +31,7 @@ func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
 	f.StringVar(&s.ConfigFile, "config", "", "read settings from the TOML `FILE`, its plugin table instead of the campaign's")
 	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range (default 20000)")
-	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
+	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
 	return func() {
 		if f.Changed("plugin-dir") {
 			s.PluginDir = &v.pluginDir

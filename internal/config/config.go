@@ -25,6 +25,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 )
 
@@ -65,7 +66,7 @@ func Default() Config {
 		ResultsDir:  "modulo-results",
 		BasePort:    20000,
 		Workers:     runtime.NumCPU(),
-		StepTimeout: 30 * time.Second,
+		StepTimeout: cem.DefaultStepTimeout,
 	}
 }
 

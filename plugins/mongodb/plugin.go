@@ -16,9 +16,6 @@ import (
 	"github.com/modulo-testing/modulo/internal/build"
 )
 
-// defaultStepTimeout bounds each wait within a step when the executor sets no StepTimeout.
-const defaultStepTimeout = 30 * time.Second
-
 // teardownTimeout bounds how long Teardown waits for SIGKILLed servers to be gone. It does not
 // use the caller's context: a cancelled run (Ctrl-C) must still end every server.
 const teardownTimeout = 10 * time.Second
@@ -144,7 +141,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		return fmt.Errorf("start: %w", err)
 	}
 	if spec.StepTimeout <= 0 {
-		spec.StepTimeout = defaultStepTimeout
+		spec.StepTimeout = cem.DefaultStepTimeout
 	}
 	*p = Plugin{cfg: cfg, mongod: mongod, spec: spec, primary: -1, step: -1}
 	defer func() {

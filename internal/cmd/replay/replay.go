@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -93,7 +94,7 @@ func Run(opts *Options) error {
 	}
 	start := time.Now()
 	rel := filepath.Join(results.ReplaysDir, opts.ID, start.UTC().Format(results.Stamp))
-	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, rel))
+	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, rel))
 	t.Describe(opts.Out)
 
 	setup := t.Setup
@@ -117,11 +118,4 @@ func Run(opts *Options) error {
 		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", len(res.Records), opts.Repeat)
 	}
 	return cmdutil.Outcome{Tally: res.Tally(), Noun: "run", Missing: opts.Repeat - len(res.Records), NotRun: "not made"}.Err()
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

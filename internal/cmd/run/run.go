@@ -18,11 +18,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -126,7 +128,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.StringVar(&pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
 	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
-	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default 30s)")
+	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
 	return cmd
 }
 
@@ -194,7 +196,7 @@ func Run(opts *Options) error {
 	recorded := store.RecordedCount()
 	fmt.Fprintf(prog, "modulo: %d %s schedules (ops=%d, replicas=%d) of %s on %s %s with %s, %d %s; results in %s\n",
 		total, h.DRM.Name, h.Params.Ops, h.Params.Replicas, opts.File, info.Name, info.Version, info.ServerVersion,
-		cfg.Workers, plural(cfg.Workers, "worker", "workers"), dir)
+		cfg.Workers, words.Plural(cfg.Workers, "worker", "workers"), dir)
 	if recorded > 0 {
 		fmt.Fprintf(prog, "modulo: resuming: %d schedules already recorded with these versions are skipped\n", recorded)
 	}
@@ -288,11 +290,4 @@ func fileSHA256(path string) (string, error) {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

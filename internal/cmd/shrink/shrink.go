@@ -14,6 +14,7 @@ import (
 
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
@@ -198,10 +199,10 @@ func Run(opts *Options) error {
 	}
 	if s.ID == opts.ID {
 		fmt.Fprintf(out, "no smaller schedule %s (%d %s tried); %s %s in %s runs\n",
-			verbs(t.Want), found.Tried, plural(found.Tried, "candidate", "candidates"), opts.ID, verbs(t.Want), record.Rate())
+			verbs(t.Want), found.Tried, words.Plural(found.Tried, "candidate", "candidates"), opts.ID, verbs(t.Want), record.Rate())
 	} else {
 		fmt.Fprintf(out, "smallest: %s (%s), %s in %s runs; %d %s tried\n",
-			s.ID, shrink.Describe(found.Smallest), verbs(t.Want), record.Rate(), found.Tried, plural(found.Tried, "candidate", "candidates"))
+			s.ID, shrink.Describe(found.Smallest), verbs(t.Want), record.Rate(), found.Tried, words.Plural(found.Tried, "candidate", "candidates"))
 	}
 	fmt.Fprintf(out, "recorded in %s\n", results.ShrunkPath(opts.Dir, opts.ID))
 	return nil
@@ -237,11 +238,4 @@ func verbs(v oracle.Verdict) string {
 
 func interrupted() error {
 	return &cmdutil.ExitError{Code: cmdutil.ExitIncomplete, Err: errors.New("interrupted: nothing recorded in shrunk/")}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
