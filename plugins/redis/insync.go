@@ -63,8 +63,32 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 			return false, "", err
 		}
 		s.acks[r] = time.Now()
+		// The acknowledgement comes back within a millisecond or two on a healthy link: look
+		// for it briefly, as WAIT would block for it, rather than at the kit's next poll.
+		if ok, err := s.awaitAck(ctx, r, src, srcOff); ok || err != nil {
+			return ok, "", err
+		}
 	}
 	return false, fmt.Sprintf("the source has its acknowledgement of offset %d of %d", view.offset, srcOff), nil
+}
+
+// ackWait bounds how long InSync looks for the acknowledgement it asked for.
+const ackWait = 20 * time.Millisecond
+
+// awaitAck polls src's view of replica r, for up to ackWait, until it acknowledges offset.
+func (s *system) awaitAck(ctx context.Context, r, src *kit.Replica, offset int64) (bool, error) {
+	deadline := time.Now().Add(ackWait)
+	for time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+		si, err := s.info(ctx, src, "replication")
+		if err != nil {
+			return false, err
+		}
+		if view, listed := replicaView(si, r.Ports[0]); listed && view.state == "online" && view.offset == offset {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // requestAck makes replica r acknowledge its offset to its source now. It sends r the

@@ -27,7 +27,8 @@ type system struct {
 	c       *kit.Cluster    // the cluster being run: its records and its links
 	servers map[*kit.Replica]*server
 	writes  map[write][]set // the SETs of each write of the cluster
-	// acks holds, per replica, when InSync last asked it for an acknowledgement.
+	// acks holds, per replica, when InSync last asked it for an acknowledgement. Anything that
+	// writes or moves a link clears it: a request made before covers none of it.
 	acks map[*kit.Replica]time.Time
 	// decode is the kit's decoder of the plugin's section, kept from Configure for Prepare,
 	// which resolves the preset for the cluster's DRM.
@@ -147,6 +148,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
 func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	sv := s.servers[r]
 	sv.closeClients() // their connections were to the server's previous run
+	clear(s.acks)
 	args := []string{filepath.Join(r.Dir, confName)}
 	if sv.fromSnapshot {
 		args = append(args, "--appendonly", "no")
@@ -250,6 +252,7 @@ func (s *system) setsOf(key, value string) []set {
 }
 
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	clear(s.acks)
 	for _, st := range s.setsOf(key, value) {
 		if err := s.client(r, st.db).Set(ctx, st.key, st.value, 0).Err(); err != nil {
 			return fmt.Errorf("SET %s: %w", st.name(), err)
@@ -351,6 +354,7 @@ func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 // replicaOf sends the command that the server's version knows: SLAVEOF before 5.0, REPLICAOF
 // from 5.0.
 func (s *system) replicaOf(ctx context.Context, r *kit.Replica, host, port string) error {
+	clear(s.acks)
 	cmd := s.dialect.ReplicaOf
 	if err := s.client(r, 0).Do(ctx, cmd, host, port).Err(); err != nil {
 		return fmt.Errorf("%s %s %s: %w", cmd, host, port, err)
