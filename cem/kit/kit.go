@@ -33,7 +33,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
@@ -200,15 +199,6 @@ func (c *Cluster) Record(r *Replica, format string, args ...any) {
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
 func (c *Cluster) Divergences() int { return c.p.divergences }
 
-// Root is the root of the tree that r's server belongs to in a link model, following the
-// links as the kit set them: r itself when it follows nobody.
-func (c *Cluster) Root(r *Replica) *Replica {
-	for k := 0; k < len(c.Replicas) && r.link != aem.NoSource; k++ {
-		r = c.Replicas[r.link]
-	}
-	return r
-}
-
 // Replica is one server of the cluster.
 type Replica struct {
 	Index int    // concrete index, 0..n-1, fixed for the cluster's life
@@ -231,9 +221,6 @@ func (r *Replica) Addr(k int) string { return net.JoinHostPort("127.0.0.1", strc
 func (r *Replica) LogPath() string { return filepath.Join(r.Dir, r.Name+".log") }
 
 func (r *Replica) String() string { return r.Name }
-
-// Suspended tells whether the kit has suspended r's server (SIGSTOP): it cannot answer.
-func (r *Replica) Suspended() bool { return r.suspended }
 
 // running tells whether the server is up (it may be suspended).
 func (r *Replica) running() bool { return r.proc != nil && r.proc.Running() }
