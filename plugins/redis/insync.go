@@ -79,7 +79,11 @@ const ackWait = 20 * time.Millisecond
 func (s *system) awaitAck(ctx context.Context, r, src *kit.Replica, offset int64) (bool, error) {
 	deadline := time.Now().Add(ackWait)
 	for time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
 		si, err := s.info(ctx, src, "replication")
 		if err != nil {
 			return false, err

@@ -186,7 +186,11 @@ func sample(src, dst string, k int, seed uint64) error {
 	return os.WriteFile(dst, b.Bytes(), 0o644)
 }
 
-var reproduced = regexp.MustCompile(`reproduced \w+ in (\d+) of (\d+) runs`)
+var (
+	reproduced = regexp.MustCompile(`reproduced \w+ in (\d+) of (\d+) runs`)
+	// detailKey is a key of a failure's detail: "db1/k1.1 (" or "k1.1 (".
+	detailKey = regexp.MustCompile(`(?:db(\d+)/)?(k[0-9.]+) \(`)
+)
 
 // runCampaign runs file on server with the paper preset, as a user would, and reads what the
 // campaign recorded.
@@ -258,7 +262,7 @@ func runCampaign(o options, c campaign, file, server string) (row, error) {
 // classify names what a failure's detail shows: the same key in two databases is a write that
 // went to the wrong database (redis issue 4316 case 2); anything else is a divergence of data.
 func classify(detail string) string {
-	keys := regexp.MustCompile(`(?:db(\d+)/)?(k[0-9.]+) \(`).FindAllStringSubmatch(detail, -1)
+	keys := detailKey.FindAllStringSubmatch(detail, -1)
 	dbs := map[string]map[string]bool{}
 	for _, k := range keys {
 		if dbs[k[2]] == nil {
