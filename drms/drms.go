@@ -23,6 +23,9 @@ type DRM struct {
 	Defaults aem.Params
 	Ops      []int
 	Replicas []int
+	// Changed says when and why the model's schedules (and so their IDs) last changed, for
+	// messages about files generated before; empty if they never did.
+	Changed string
 }
 
 var catalogue = []DRM{
@@ -57,6 +60,7 @@ var catalogue = []DRM{
 		Name: "sclr", Title: "S/CL/R", Model: aem.SCLR, Plugin: "redis", System: "Redis",
 		Summary:  "no quorum, crash and link failures, online and offline (snapshot) resync",
 		Defaults: aem.Params{Ops: 2, Replicas: 2}, Ops: []int{1, 2}, Replicas: []int{2},
+		Changed:  "S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's",
 	},
 }
 

@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/oracle"
 )
 
@@ -164,13 +165,14 @@ func Open(dir string, c Campaign) (*Store, error) {
 	return s, nil
 }
 
-// changedModel explains, for a DRM whose model changed, why a file generated today differs
-// from one generated before.
+// changedModel explains, for a DRM whose model changed (drms.DRM.Changed), why a file
+// generated today differs from one generated before.
 func changedModel(drm string) string {
-	if drm == "sclr" {
-		return " (S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's: a campaign of an older S/CL/R file cannot go on with a file generated since)"
+	d, err := drms.Lookup(drm)
+	if err != nil || d.Changed == "" {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf(" (%s: a campaign of an older %s file cannot go on with a file generated since)", d.Changed, d.Title)
 }
 
 // Dir returns the results directory.
