@@ -8,12 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // Config is the plugin's section ([mongodb]) of the modulo configuration. Every field is
@@ -39,13 +36,6 @@ type Config struct {
 	// CatchUpTimeout is settings.catchUpTimeoutMillis (default 2s, MongoDB's is unbounded): how
 	// long a new primary may fetch newer writes from the others before it takes writes.
 	CatchUpTimeout time.Duration `toml:"catch_up_timeout"`
-	// StartupTimeout bounds the wait for a (re)started mongod to answer (default 30s): startup
-	// after SIGKILL replays the journal.
-	StartupTimeout time.Duration `toml:"startup_timeout"`
-	// ResyncTimeout bounds the wait for an election and for the members to hold the same
-	// optimes after a convergence (default 60s). A replica set that does not converge is a
-	// finding: the step reports it as not reached instead of waiting for ever.
-	ResyncTimeout time.Duration `toml:"resync_timeout"`
 	// ExtraArgs go at the end of every mongod command line, such as
 	// ["--setParameter", "rollbackTimeLimitSecs=60"].
 	ExtraArgs []string `toml:"extra_args"`
@@ -57,29 +47,23 @@ const envMongod = "MODULO_MONGOD"
 // minWiredTigerCacheGB is the smallest cache mongod accepts.
 const minWiredTigerCacheGB = 0.25
 
-// parseConfig decodes the plugin's TOML section, fills in the defaults and checks every value;
-// an unknown key is an error that names it.
-func parseConfig(data []byte) (Config, error) {
-	var c Config
-	md, err := toml.Decode(string(data), &c)
-	if err != nil {
-		return c, fmt.Errorf("mongodb config: %w", err)
+// Configure decodes the plugin's TOML section (the kit refuses unknown keys), fills in the
+// defaults and checks every value. Every wait is the kit's, bounded by modulo's step_timeout.
+func (s *system) Configure(decode func(any) error) error {
+	s.cfg = Config{}
+	if err := decode(&s.cfg); err != nil {
+		return err
 	}
-	if keys := md.Undecoded(); len(keys) > 0 {
-		names := make([]string, len(keys))
-		for i, k := range keys {
-			names[i] = strconv.Quote(k.String())
-		}
-		sort.Strings(names)
-		return c, fmt.Errorf("mongodb config: unknown key %s", strings.Join(names, ", "))
-	}
+	return s.cfg.check()
+}
+
+// check fills in the defaults and checks every value; its error is one line.
+func (c *Config) check() error {
 	setDefault(&c.WiredTigerCacheGB, minWiredTigerCacheGB)
 	setDefault(&c.OplogSizeMB, 64)
 	setDefault(&c.ElectionTimeout, 10*time.Second)
 	setDefault(&c.HeartbeatInterval, 500*time.Millisecond)
 	setDefault(&c.CatchUpTimeout, 2*time.Second)
-	setDefault(&c.StartupTimeout, 30*time.Second)
-	setDefault(&c.ResyncTimeout, 60*time.Second)
 
 	var errs []error
 	if c.WiredTigerCacheGB < minWiredTigerCacheGB {
@@ -88,8 +72,7 @@ func parseConfig(data []byte) (Config, error) {
 	if c.OplogSizeMB < 1 {
 		errs = append(errs, fmt.Errorf("oplog_size_mb must be at least 1, got %d", c.OplogSizeMB))
 	}
-	// The replica-set settings are 32-bit counts of milliseconds; the waits only need to be
-	// positive (max 0: no bound).
+	// The replica-set settings are 32-bit counts of milliseconds.
 	const maxMillis = math.MaxInt32 * time.Millisecond
 	for _, d := range []struct {
 		key      string
@@ -99,13 +82,11 @@ func parseConfig(data []byte) (Config, error) {
 		{"election_timeout", c.ElectionTimeout, time.Millisecond, maxMillis},
 		{"heartbeat_interval", c.HeartbeatInterval, time.Millisecond, maxMillis},
 		{"catch_up_timeout", c.CatchUpTimeout, time.Millisecond, maxMillis},
-		{"startup_timeout", c.StartupTimeout, time.Nanosecond, 0},
-		{"resync_timeout", c.ResyncTimeout, time.Nanosecond, 0},
 	} {
 		switch {
 		case d.v < d.min:
 			errs = append(errs, fmt.Errorf("%s must be at least %v, got %v", d.key, d.min, d.v))
-		case d.max > 0 && d.v > d.max:
+		case d.v > d.max:
 			errs = append(errs, fmt.Errorf("%s must be at most %v, got %v", d.key, d.max, d.v))
 		}
 	}
@@ -115,9 +96,9 @@ func parseConfig(data []byte) (Config, error) {
 		if len(errs) > 1 {
 			msg += fmt.Sprintf(" (and %d more problems)", len(errs)-1)
 		}
-		return c, errors.New("mongodb config: " + msg)
+		return errors.New(msg)
 	}
-	return c, nil
+	return nil
 }
 
 // setDefault sets *v to def when it is the zero value (the key was absent).

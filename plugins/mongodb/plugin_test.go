@@ -4,28 +4,17 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
-// These tests need no mongod: they drive the plugin up to the point where it would need one,
-// or give it the wrong binary, and check what it says.
-
-// freePort returns a port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// newPlugin is the plugin as main serves it.
+func newPlugin() cem.CEM { return kit.New(about, &system{}) }
 
 // withoutMongod makes sure that no mongod can be found, whatever the machine has.
 func withoutMongod(t *testing.T) {
@@ -34,14 +23,17 @@ func withoutMongod(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 }
 
+// The tests up to TestConformance need no mongod: they drive the plugin up to the point where
+// it would need one, or give it the wrong binary, and check what it says.
+
 func TestInfoWithoutMongod(t *testing.T) {
 	withoutMongod(t)
-	_, err := New().Info(context.Background(), nil)
+	_, err := newPlugin().Info(context.Background(), nil)
 	if err == nil {
 		t.Fatal("Info found a mongod in an empty PATH")
 	}
 	t.Logf("Info says: %v", err)
-	for _, want := range []string{"no mongod", "$MODULO_MONGOD is not set", "no mongod in PATH", "set MODULO_MONGOD=/path/to/mongod"} {
+	for _, want := range []string{"mongodb: no mongod", "$MODULO_MONGOD is not set", "no mongod in PATH", "set MODULO_MONGOD=/path/to/mongod"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Info error %q does not say %q", err, want)
 		}
@@ -59,7 +51,7 @@ func TestInfoWrongBinary(t *testing.T) {
 		t.Skipf("no %s to stand for a wrong binary: %v", notMongod, err)
 	}
 	t.Setenv(envMongod, notMongod)
-	_, err := New().Info(context.Background(), nil)
+	_, err := newPlugin().Info(context.Background(), nil)
 	if err == nil || !strings.Contains(err.Error(), `no "db version" line`) {
 		t.Fatalf("Info error = %v, want one saying the output has no \"db version\" line", err)
 	}
@@ -81,29 +73,36 @@ func TestStartRefuses(t *testing.T) {
 		want   string
 	}{
 		{"a DRM of another plugin", func(s *cem.ClusterSpec) { s.DRM = "qcz" }, false,
-			"start: DRM qcz is realised by the zookeeper plugin, not by mongodb"},
-		{"an unknown DRM", func(s *cem.ClusterSpec) { s.DRM = "xyz" }, false, `start: unknown DRM "xyz"`},
+			"mongodb: start: DRM qcz is realised by the zookeeper plugin, not by mongodb"},
 		{"more replicas than voters", func(s *cem.ClusterSpec) { s.Replicas = 8 }, false,
-			"start: a replica set has at most 7 voting members"},
-		{"no writes", func(s *cem.ClusterSpec) { s.Ops = 0 }, false, "start: ops must be at least 1"},
+			"a replica set has at most 7 voting members"},
 		{"an unknown config key", func(s *cem.ClusterSpec) { s.Config = []byte("mongo = \"x\"") }, false,
-			`start: mongodb config: unknown key "mongo"`},
-		{"a busy port", func(s *cem.ClusterSpec) { s.BasePort = busyPort }, false,
-			"is already in use"},
-		{"no mongod", func(*cem.ClusterSpec) {}, true, "start: no mongod: $MODULO_MONGOD is not set"},
+			`mongodb config: unknown key "mongo"`},
+		{"a bad config value", func(s *cem.ClusterSpec) { s.Config = []byte("oplog_size_mb = 0\noplog_size_mb = -1") }, false,
+			"mongodb config:"},
+		{"a busy port", func(s *cem.ClusterSpec) { s.BasePort = busyPort }, false, "is already in use"},
+		{"no mongod", func(*cem.ClusterSpec) {}, true, "no mongod: $MODULO_MONGOD is not set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.noPath {
 				withoutMongod(t)
+			} else {
+				t.Setenv(envMongod, "/bin/true") // never started: every case fails before
 			}
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			free := l.Addr().(*net.TCPAddr).Port
+			l.Close()
 			spec := cem.ClusterSpec{
-				DRM: "qcm", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: freePort(t),
+				DRM: "qcm", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: free,
 				ScheduleID: "test", StepTimeout: time.Second,
 			}
 			tt.spec(&spec)
-			p := New()
-			err := p.Start(context.Background(), spec)
+			p := newPlugin()
+			err = p.Start(context.Background(), spec)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Start error = %v, want one containing %q", err, tt.want)
 			}
@@ -117,22 +116,6 @@ func TestStartRefuses(t *testing.T) {
 	}
 }
 
-func TestNoCluster(t *testing.T) {
-	ctx := context.Background()
-	p := New()
-	if _, err := p.Apply(ctx, cem.Step{Transition: "D[0,0,1]"}); err == nil || !strings.Contains(err.Error(), "no cluster") {
-		t.Errorf("Apply without a cluster: %v, want an error saying there is no cluster", err)
-	}
-	if _, err := p.Read(ctx); err == nil || !strings.Contains(err.Error(), "no cluster") {
-		t.Errorf("Read without a cluster: %v, want an error saying there is no cluster", err)
-	}
-	for i := range 2 {
-		if err := p.Teardown(ctx); err != nil {
-			t.Errorf("Teardown %d without a cluster: %v", i+1, err)
-		}
-	}
-}
-
 // TestThroughPluginWithoutMongod builds the plugin binary and asks it, over the plugin
 // protocol, to describe itself on a machine without mongod: modulo run turns this error into
 // its one-line message and exit status 2.
@@ -140,10 +123,7 @@ func TestThroughPluginWithoutMongod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the plugin binary")
 	}
-	bin := filepath.Join(t.TempDir(), "modulo-plugin-mongodb")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := plugintest.Build(t, ".")
 	withoutMongod(t) // the plugin inherits modulo's environment
 	ctx := context.Background()
 	c, err := cem.Launch(ctx, bin, nil)
@@ -156,8 +136,28 @@ func TestThroughPluginWithoutMongod(t *testing.T) {
 		}
 	}()
 	_, err = c.Info(ctx, nil)
-	if err == nil || !strings.HasPrefix(err.Error(), "plugin Info: no mongod: $MODULO_MONGOD is not set") || strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.HasPrefix(err.Error(), "plugin Info: mongodb: no mongod: $MODULO_MONGOD is not set") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("Info through the plugin = %v, want one line saying there is no mongod", err)
 	}
 	t.Logf("modulo sees: %v", err)
+}
+
+// TestConformance runs the conformance suite on a real replica set whenever a mongod is
+// configured ($MODULO_MONGOD or PATH), and is skipped, saying so, when none is: MongoDB is not
+// in Debian and cannot be downloaded on the machines this repository is developed on, so it
+// has never run there.
+func TestConformance(t *testing.T) {
+	s := &system{}
+	if err := s.cfg.check(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.cfg.mongodPath(); err != nil {
+		t.Skipf("no mongod (%v): set MODULO_MONGOD to run the suite", err)
+	}
+	plugintest.Run(t, plugintest.Config{
+		DRM:         "qcm",
+		New:         newPlugin,
+		Binary:      plugintest.Build(t, "."),
+		StepTimeout: 30 * time.Second, // a mongod SIGKILLed replays its journal when it starts
+	})
 }
