@@ -48,7 +48,7 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		Ops:         s.params.Ops,
 		Replicas:    s.params.Replicas,
 		Dir:         t.TempDir(),
-		BasePort:    FreePorts(t, n),
+		BasePort:    s.ports(t, n),
 		ScheduleID:  schedules.ID(s.drm.Name, s.params, schedules.Body(steps)),
 		Config:      config,
 		StepTimeout: s.cfg.StepTimeout,
@@ -87,6 +87,21 @@ func FreePorts(t testing.TB, n int) int {
 	if testing.Short() {
 		t.Skip("starts servers (ports reserved with plugintest.FreePorts); run without -short")
 	}
+	return reservePorts(t, n)
+}
+
+// ports reserves a cluster's ports: with FreePorts, unless the plugin starts no real server.
+func (s *suite) ports(t *testing.T, n int) int {
+	t.Helper()
+	if s.cfg.NoServers {
+		return reservePorts(t, n)
+	}
+	return FreePorts(t, n)
+}
+
+// reservePorts is FreePorts under -short too.
+func reservePorts(t testing.TB, n int) int {
+	t.Helper()
 	blocks := (n + portBlock - 1) / portBlock
 	dir := filepath.Join(os.TempDir(), "modulo-test-ports")
 	if err := os.MkdirAll(dir, 0o777); err != nil {

@@ -63,6 +63,9 @@ type Config struct {
 	PluginConfig []byte
 	// StepTimeout is every cluster's step timeout; zero means DefaultStepTimeout.
 	StepTimeout time.Duration
+	// NoServers says that the plugin's processes are stand-ins that start no real server (the
+	// kit's in-memory system): the suite then runs under go test -short too.
+	NoServers bool
 }
 
 // Build builds the plugin package pkg (such as ".") into a directory of t's and returns the

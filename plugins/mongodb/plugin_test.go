@@ -11,6 +11,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // newPlugin is the plugin as main serves it.
@@ -21,6 +22,20 @@ func withoutMongod(t *testing.T) {
 	t.Helper()
 	t.Setenv(envMongod, "")
 	t.Setenv("PATH", t.TempDir())
+}
+
+// unusedPorts returns the first of n consecutive ports that are free now, between the ports
+// the tests that start servers reserve (10000 to 30000) and the ephemeral range: no server is
+// started on them, the kit only checks them.
+func unusedPorts(t *testing.T, n int) int {
+	t.Helper()
+	for base := 30000; base+n < 32768; base += n {
+		if proc.CheckPortsFree(base, n) == nil {
+			return base
+		}
+	}
+	t.Fatalf("no %d free consecutive ports between 30000 and 32768", n)
+	return 0
 }
 
 // The tests up to TestConformance need no mongod: they drive the plugin up to the point where
@@ -90,14 +105,8 @@ func TestStartRefuses(t *testing.T) {
 			} else {
 				t.Setenv(envMongod, "/bin/true") // never started: every case fails before
 			}
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			free := l.Addr().(*net.TCPAddr).Port
-			l.Close()
 			spec := cem.ClusterSpec{
-				DRM: "qcm", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: free,
+				DRM: "qcm", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: unusedPorts(t, 8),
 				ScheduleID: "test", StepTimeout: time.Second,
 			}
 			tt.spec(&spec)

@@ -1,0 +1,414 @@
+package kit_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/drms"
+)
+
+// memSystem is an in-memory kit.System that realises both families of models, so that the
+// kit's engines are tested in seconds, without a real server. Each replica's data is a log of
+// writes held in this test process; its server is a stand-in process (this test binary, run
+// again, see TestMain) that answers one byte on its port. So the kit starts, SIGKILLs, SIGSTOPs
+// and SIGCONTs real process groups, and the system sees what a client of a real server sees: a
+// killed server refuses connections, a stopped one accepts and never answers.
+//
+// Replication is pulled: whenever the system is called, every replica that serves takes the
+// entries of its source (its link, or the leader) that have been there for at least lag_ms, or,
+// when it must resync in full, its source's whole log once lag_ms have passed since the
+// resync began. A quorum write commits once a majority holds it; elections pick the longest
+// log, and every follower then resyncs from the leader in full, so the system always converges
+// when the kit waits where it must. With a lag, a wait that the kit leaves out shows as
+// replicas that differ.
+type memSystem struct {
+	mu  sync.Mutex
+	cfg struct {
+		LagMS int `toml:"lag_ms"`
+	}
+	lag    time.Duration
+	quorum bool
+	c      *kit.Cluster
+	reps   []*memReplica
+	leader *kit.Replica // quorum models: nil until elected, and after the leader restarts
+	epochs int          // source of memReplica.epoch values
+}
+
+// memReplica is one replica's state.
+type memReplica struct {
+	log    []memEntry
+	epoch  int // changes whenever the log is replaced as a whole, or its replica is elected
+	starts int // the kit's Starts when last seen: it differs after a restart
+	// What it replicates from: src (nil for none), the epoch of src's log it took entries of,
+	// how many it took, and from when a full resync may complete (full: one is due).
+	src      *kit.Replica
+	srcEpoch int
+	taken    int
+	full     bool
+	syncAt   time.Time
+}
+
+// memEntry is one write in a replica's log, with when it entered that log.
+type memEntry struct {
+	key, value string
+	at         time.Time
+}
+
+// placeholderEnv carries the address a stand-in server listens on.
+const placeholderEnv = "MODULO_KIT_TEST_PLACEHOLDER"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(placeholderEnv); addr != "" {
+		placeholder(addr)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// placeholder is a stand-in server: it writes one byte to every connection.
+func placeholder(addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(os.Stderr, "serving on", addr)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		c.Write([]byte{'+'})
+		c.Close()
+	}
+}
+
+// serving tells whether r's stand-in answers now.
+func serving(r *kit.Replica, wait time.Duration) bool {
+	c, err := net.DialTimeout("tcp", r.Addr(0), wait)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(wait))
+	_, err = c.Read(make([]byte, 1))
+	return err == nil
+}
+
+// tickWait is how long a replication pass waits for a stand-in's answer: a stopped one never
+// answers, and a late answer only delays replication to the next pass.
+const tickWait = 20 * time.Millisecond
+
+// awaitServing waits until r serves, as a client of a real server waits for its answer.
+func awaitServing(ctx context.Context, r *kit.Replica) error {
+	for !serving(r, 200*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not answer: %w", r.Name, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (s *memSystem) Configure(decode func(any) error) error {
+	s.cfg.LagMS = 0
+	if err := decode(&s.cfg); err != nil {
+		return err
+	}
+	if s.cfg.LagMS < 0 {
+		return fmt.Errorf("lag_ms must be at least 0, got %d", s.cfg.LagMS)
+	}
+	s.lag = time.Duration(s.cfg.LagMS) * time.Millisecond
+	return nil
+}
+
+func (s *memSystem) Version(context.Context) (string, error) { return "memsys 1", nil }
+
+func (s *memSystem) Prepare(_ context.Context, c *kit.Cluster) error {
+	d, err := drms.Lookup(c.Spec.DRM)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, s.quorum = d.Model.(aem.Quorum)
+	s.c, s.reps, s.leader = c, make([]*memReplica, len(c.Replicas)), nil
+	for i := range s.reps {
+		s.reps[i] = &memReplica{epoch: s.epoch()}
+	}
+	return nil
+}
+
+func (s *memSystem) epoch() int { s.epochs++; return s.epochs }
+
+func (s *memSystem) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return kit.Command{}, err
+	}
+	return kit.Command{Path: self, Args: []string{"-test.run=^$"}, Env: append(os.Environ(), placeholderEnv+"="+r.Addr(0))}, nil
+}
+
+// rep returns r's state, after what a restart does: a server of a link model starts
+// replicating from nobody; in a quorum model a restarted leader leads no more, and a restarted
+// follower resyncs from the leader.
+func (s *memSystem) rep(r *kit.Replica) *memReplica {
+	m := s.reps[r.Index]
+	if m.starts != r.Starts {
+		m.starts, m.src, m.full = r.Starts, nil, false
+		if s.leader == r {
+			s.leader = nil
+		}
+		if s.quorum && s.leader != nil {
+			s.resync(m, s.leader)
+		}
+	}
+	return m
+}
+
+// resync makes m replicate from src, in full first.
+func (s *memSystem) resync(m *memReplica, src *kit.Replica) {
+	m.src, m.full, m.syncAt = src, true, time.Now().Add(s.lag)
+}
+
+// tick is one pass of replication over every replica that serves.
+func (s *memSystem) tick() {
+	up := make([]bool, len(s.c.Replicas))
+	for i, r := range s.c.Replicas {
+		up[i] = serving(r, tickWait)
+		s.rep(r)
+	}
+	// A replica takes what its source took in this pass too: sources first, as far as chains go.
+	for range s.c.Replicas {
+		for i, m := range s.reps {
+			if m.src != nil && up[i] && up[m.src.Index] {
+				s.pull(m, s.reps[m.src.Index])
+			}
+		}
+	}
+}
+
+// pull makes m take from its source's log what replication has brought by now.
+func (s *memSystem) pull(m, src *memReplica) {
+	now := time.Now()
+	if m.full || m.srcEpoch != src.epoch {
+		if now.Before(m.syncAt) {
+			return
+		}
+		m.log = make([]memEntry, len(src.log))
+		for i, e := range src.log {
+			m.log[i] = memEntry{e.key, e.value, now}
+		}
+		m.full, m.srcEpoch, m.taken, m.epoch = false, src.epoch, len(src.log), s.epoch()
+		return
+	}
+	for ; m.taken < len(src.log) && !now.Before(src.log[m.taken].at.Add(s.lag)); m.taken++ {
+		e := src.log[m.taken]
+		m.log = append(m.log, memEntry{e.key, e.value, now})
+	}
+}
+
+// inSync tells whether m holds all of src's log.
+func inSync(m, src *memReplica) bool {
+	return !m.full && m.srcEpoch == src.epoch && m.taken == len(src.log)
+}
+
+func (m *memReplica) data() map[string]string {
+	d := map[string]string{}
+	for _, e := range m.log {
+		d[e.key] = e.value
+	}
+	return d
+}
+
+// Write appends to r's log; a quorum write then waits until a majority holds it. The kit
+// must write only through the leader, or into a replica that follows nobody.
+func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	if err := awaitServing(ctx, r); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.tick()
+	m := s.rep(r)
+	switch {
+	case s.quorum && s.leader != r:
+		s.mu.Unlock()
+		return fmt.Errorf("%s is not the leader", r.Name)
+	case !s.quorum && m.src != nil:
+		s.mu.Unlock()
+		return fmt.Errorf("%s follows %s: a write into it would not replicate", r.Name, m.src.Name)
+	}
+	m.log = append(m.log, memEntry{key, value, time.Now()})
+	at, epoch := len(m.log), m.epoch
+	s.mu.Unlock()
+	for s.quorum {
+		s.mu.Lock()
+		s.tick()
+		held := 0
+		for _, f := range s.reps {
+			if f == m && m.epoch == epoch || f.src == r && f.srcEpoch == epoch && f.taken >= at {
+				held++
+			}
+		}
+		s.mu.Unlock()
+		if held > len(s.reps)/2 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("write %s held by %d of %d replicas: %w", key, held, len(s.reps), ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (s *memSystem) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
+	if err := awaitServing(ctx, r); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	return s.rep(r).data(), nil
+}
+
+// Leader keeps a leader that serves; else, when every online replica serves and they are a
+// majority, it elects the one with the longest log, and every other replica resyncs from it.
+func (s *memSystem) Leader(_ context.Context, _ *kit.Cluster, online []*kit.Replica) (*kit.Replica, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	for _, r := range online {
+		if !serving(r, tickWait) {
+			return nil, r.Name + " does not answer", nil
+		}
+	}
+	if s.leader != nil && slices.Contains(online, s.leader) {
+		return s.leader, "", nil
+	}
+	if len(online) <= len(s.reps)/2 {
+		return nil, fmt.Sprintf("%d of %d replicas online: no quorum", len(online), len(s.reps)), nil
+	}
+	best := online[0]
+	for _, r := range online {
+		if len(s.rep(r).log) > len(s.rep(best).log) {
+			best = r
+		}
+	}
+	s.leader = best
+	lm := s.rep(best)
+	lm.src, lm.full, lm.epoch = nil, false, s.epoch()
+	for _, r := range s.c.Replicas {
+		if r != best {
+			s.resync(s.rep(r), best)
+		}
+	}
+	return best, "", nil
+}
+
+// CaughtUp: for a quorum model, every online replica holds the leader's whole log; for a link
+// model (whose links the kit awaited with InSync), every online replica serves.
+func (s *memSystem) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Replica) (bool, string, error) {
+	if !s.quorum {
+		for _, r := range online {
+			if !serving(r, tickWait) {
+				return false, r.Name + " does not answer", nil
+			}
+		}
+		return true, "", nil
+	}
+	leader, seen, err := s.Leader(ctx, c, online)
+	if leader == nil {
+		return false, seen, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	for _, r := range online {
+		if r != leader && !inSync(s.rep(r), s.rep(leader)) {
+			return false, fmt.Sprintf("%s holds %d entries of leader %s's %d", r.Name, s.rep(r).taken, leader.Name, len(s.rep(leader).log)), nil
+		}
+	}
+	return true, "", nil
+}
+
+// Logged: the write is in r's log.
+func (s *memSystem) Logged(_ context.Context, r *kit.Replica, key, value string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	return slices.ContainsFunc(s.rep(r).log, func(e memEntry) bool { return e.key == key && e.value == value }), nil
+}
+
+func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resync(s.rep(r), src)
+	return nil
+}
+
+func (s *memSystem) Unfollow(_ context.Context, r *kit.Replica) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rep(r).src = nil
+	return nil
+}
+
+func (s *memSystem) InSync(_ context.Context, r, src *kit.Replica) (bool, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tick()
+	m, sm := s.rep(r), s.rep(src)
+	if m.src != src {
+		return false, fmt.Sprintf("%s does not follow %s", r.Name, src.Name), nil
+	}
+	return inSync(m, sm), fmt.Sprintf("%s took %d of %s's %d entries", r.Name, m.taken, src.Name, len(sm.log)), nil
+}
+
+// CopySnapshot gives the crashed replica to a copy of from's log.
+func (s *memSystem) CopySnapshot(_ context.Context, _ *kit.Cluster, from, to *kit.Replica) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fm, tm := s.rep(from), s.rep(to)
+	tm.log, tm.epoch, tm.src = slices.Clone(fm.log), s.epoch(), nil
+	return nil
+}
+
+// memAbout names the catalogue's plugin of a DRM, as the kit and the suite require.
+func memAbout(drm string) kit.About {
+	d, err := drms.Lookup(drm)
+	if err != nil {
+		panic(err)
+	}
+	return kit.About{Name: d.Plugin, DRMs: []string{drm}, PortsPerReplica: 1}
+}
+
+// TestMemSystemConformance runs the conformance suite on the in-memory system, for a quorum
+// model and the three link models, with replication lagging so that every wait of the kit's
+// engines is needed.
+func TestMemSystemConformance(t *testing.T) {
+	for _, drm := range []string{"qce", "ssr", "slr", "sclr"} {
+		t.Run(drm, func(t *testing.T) {
+			t.Parallel()
+			plugintest.Run(t, plugintest.Config{
+				DRM:          drm,
+				New:          func() cem.CEM { return kit.New(memAbout(drm), &memSystem{}) },
+				PluginConfig: []byte("lag_ms = 100"),
+				StepTimeout:  3 * time.Second,
+				NoServers:    true,
+			})
+		})
+	}
+}
