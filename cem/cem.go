@@ -18,7 +18,7 @@ import (
 
 // ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
 // method changes meaning; the go-plugin handshake refuses a plugin built for another version.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Capabilities say what a plugin can do.
 type Capabilities struct {
@@ -68,9 +68,40 @@ type Action struct {
 	What    string // such as "SIGKILL pid 4242", "SET key:1 v1", "REPLICAOF 127.0.0.1 7001"
 }
 
-// StepReport is what realising one step did.
+// StepReport is what realising one step did, and what the plugin saw once it had settled.
 type StepReport struct {
 	Actions []Action
+	// Writes are the step's writes, in the order sent, with what the system acknowledged.
+	Writes []Write
+	// Observations say, per replica, what the plugin observed after the step: who leads and in
+	// which term, each replica's position, how it was resynced. Fields are the plugin's own
+	// (kit.ObserveKeys lists the common ones); they explain verdicts and replays.
+	Observations []Observation
+	// Alarms are problems that the system's own checks report after the step (ZooKeeper's
+	// digest mismatches): each makes the schedule fail.
+	Alarms []Alarm
+}
+
+// Write is one write a step sent. Acked says that the system acknowledged it as durable
+// (a quorum system: the client call returned success, so it committed); an acknowledged write
+// must survive on every replica of the group that converges. A write that is not acknowledged
+// (one sent to a minority, or any write of a system that promises no durability beyond one
+// server, such as Redis) may be present or absent, but the same on every such replica.
+type Write struct {
+	Key, Value string
+	Acked      bool
+}
+
+// Observation is what the plugin observed of one replica (by abstract index) after a step.
+type Observation struct {
+	Replica int               `json:"replica"`
+	Fields  map[string]string `json:"fields"`
+}
+
+// Alarm is a problem that the system's own check reports on a replica (by abstract index).
+type Alarm struct {
+	Replica int
+	What    string
 }
 
 // ReplicaData is the data one replica holds at the end of a schedule.

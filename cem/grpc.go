@@ -93,6 +93,15 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 			What:    a.What,
 		})
 	}
+	for _, w := range report.Writes {
+		resp.Report.Writes = append(resp.Report.Writes, &pb.Write{Key: w.Key, Value: w.Value, Acked: w.Acked})
+	}
+	for _, o := range report.Observations {
+		resp.Report.Observations = append(resp.Report.Observations, &pb.Observation{Replica: int64(o.Replica), Fields: o.Fields})
+	}
+	for _, a := range report.Alarms {
+		resp.Report.Alarms = append(resp.Report.Alarms, &pb.Alarm{Replica: int64(a.Replica), What: a.What})
+	}
 	if nr != nil {
 		resp.NotReached = &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}
 	}
@@ -181,6 +190,15 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 			Replica: int(a.GetReplica()),
 			What:    a.GetWhat(),
 		})
+	}
+	for _, w := range resp.GetReport().GetWrites() {
+		report.Writes = append(report.Writes, Write{Key: w.GetKey(), Value: w.GetValue(), Acked: w.GetAcked()})
+	}
+	for _, o := range resp.GetReport().GetObservations() {
+		report.Observations = append(report.Observations, Observation{Replica: int(o.GetReplica()), Fields: o.GetFields()})
+	}
+	for _, a := range resp.GetReport().GetAlarms() {
+		report.Alarms = append(report.Alarms, Alarm{Replica: int(a.GetReplica()), What: a.GetWhat()})
 	}
 	if nr := resp.GetNotReached(); nr != nil {
 		return report, &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}

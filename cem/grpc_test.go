@@ -65,6 +65,14 @@ func TestProtocol(t *testing.T) {
 			t.Errorf("action = %+v, want replica -1, \"wrote step 4\", a time between %v and %v",
 				a, before, after)
 		}
+		wantRest := StepReport{
+			Writes:       []Write{{Key: "step 4", Value: "D[1,0,0]", Acked: true}},
+			Observations: []Observation{{Replica: 1, Fields: map[string]string{"role": "leader", "term": "2"}}},
+			Alarms:       []Alarm{{Replica: 2, What: "digest mismatches: 1"}},
+		}
+		if rest := (StepReport{Writes: report.Writes, Observations: report.Observations, Alarms: report.Alarms}); !reflect.DeepEqual(rest, wantRest) {
+			t.Errorf("Apply reported %+v, want %+v", rest, wantRest)
+		}
 		if _, err := c.Apply(ctx, Step{Index: 5, Transition: "break 1"}); err != nil {
 			t.Fatal(err)
 		}

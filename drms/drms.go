@@ -60,7 +60,7 @@ var catalogue = []DRM{
 		Name: "sclr", Title: "S/CL/R", Model: aem.SCLR, Plugin: "redis", System: "Redis",
 		Summary:  "no quorum, crash and link failures, online and offline (snapshot) resync",
 		Defaults: aem.Params{Ops: 2, Replicas: 2}, Ops: []int{1, 2}, Replicas: []int{2},
-		Changed:  "S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's",
+		Changed: "S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's",
 	},
 }
 

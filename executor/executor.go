@@ -17,9 +17,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/oracle"
@@ -64,6 +67,9 @@ type Campaign struct {
 	// Progress, when set, is called with the counts so far after every verdict, skipped
 	// schedules included. Calls never overlap.
 	Progress func(Summary)
+	// Check says when a schedule is judged: after every convergence step and at the end
+	// (oracle.EveryConvergence, the default), or at the end only (oracle.End).
+	Check oracle.Check
 }
 
 // TeardownTimeout bounds the teardown of a cluster after its schedule, and the cleanup after
@@ -235,8 +241,10 @@ func (w *worker) loop(ctx context.Context, jobs <-chan schedules.Schedule) (err 
 // outcome is what running one schedule found.
 type outcome struct {
 	verdict oracle.Verdict
-	detail  string // one line
-	full    string // complete, for the failure folder; detail when empty
+	class   oracle.Class // of a fail
+	step    int          // 1-based step after which a fail was seen; 0 for the end
+	detail  string       // one line
+	full    string       // complete, for the failure folder; detail when empty
 	actions []results.StepActions
 	snap    *cem.Snapshot
 	// made says the cluster directory was made for this schedule.
@@ -284,7 +292,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 	if ctx.Err() != nil && o.verdict != oracle.Pass && o.verdict != oracle.Fail {
 		return os.RemoveAll(w.dir)
 	}
-	rec.Verdict, rec.Detail = o.verdict, o.detail
+	rec.Verdict, rec.Detail, rec.Class, rec.Step = o.verdict, o.detail, o.class, o.step
 	if o.verdict == oracle.Pass {
 		// The failure folder, if any, is an earlier run's error, which this pass replaces.
 		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
@@ -359,6 +367,8 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		return o
 	}
 
+	j := judge{model: c.Header.DRM.Model, params: c.Header.Params, check: c.Check}
+	j.state = j.model.Init(j.params)
 	for i := range s.Steps {
 		text := s.Steps[i].String()
 		var report cem.StepReport
@@ -369,6 +379,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		})
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
 		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
+		if len(report.Observations) > 0 {
+			rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: report.Observations})
+		}
 		if errors.As(err, &nr) {
 			o.verdict = oracle.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
@@ -378,34 +391,121 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 			w.pluginFault(&o, fmt.Sprintf("step %d %s", i+1, text), err)
 			return o
 		}
+		if err := j.step(&s.Steps[i], report); err != nil {
+			o.harness("step %d %s: %v", i+1, text, err)
+			return o
+		}
+		if len(report.Alarms) > 0 {
+			o.fail(oracle.SelfCheck, i+1, alarmLine(report.Alarms))
+			return o
+		}
+		if j.check != oracle.EveryConvergence || s.Steps[i].Kind != aem.Convergence || i == len(s.Steps)-1 {
+			continue
+		}
+		snap, ok := w.read(ctx, &o, rec, fmt.Sprintf("read after step %d", i+1))
+		if !ok {
+			return o
+		}
+		if j.judge(&o, snap, oracle.Promised(&j.state), i+1) {
+			return o
+		}
 	}
 
+	snap, ok := w.read(ctx, &o, rec, "read")
+	if !ok {
+		return o
+	}
+	groups := make([]int, len(snap.Replicas))
+	for i, r := range snap.Replicas {
+		groups[i] = r.Group
+	}
+	if !j.judge(&o, snap, groups, 0) {
+		o.verdict, o.snap = oracle.Pass, &snap
+		if g := oracle.Compare(snap).Groups(); g != "" {
+			o.detail = "converged within " + g + " (the system does not link them)"
+		}
+	}
+	return o
+}
+
+// judge follows a schedule's abstract state and the writes its steps sent, and judges the
+// replicas' data against them.
+type judge struct {
+	model  aem.Model
+	params aem.Params
+	check  oracle.Check
+	state  aem.State
+	writes []cem.Write
+}
+
+// step takes the model's transition that t names, and the writes the step reported.
+func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
+	enabled := j.model.Next(j.params, &j.state, nil)
+	k := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, t) })
+	if k < 0 {
+		return fmt.Errorf("not enabled in the model's state %s", j.state.String())
+	}
+	j.state = j.model.Apply(j.params, &j.state, &enabled[k])
+	j.writes = append(j.writes, report.Writes...)
+	return nil
+}
+
+// judge compares the replicas of each group (oracle.NotCompared: left out) and checks the
+// acknowledged writes; when either fails, it records a fail seen after step (0: the end),
+// keeping the data of that moment, and returns true.
+func (j *judge) judge(o *outcome, snap cem.Snapshot, groups []int, step int) bool {
+	if d := oracle.CompareGroups(snap, groups); !d.Converged() {
+		o.fail(oracle.Diverged, step, d.Line())
+		o.full, o.snap = d.Report(), &snap
+		if step > 0 {
+			o.full = fmt.Sprintf("after step %d:\n%s", step, o.full)
+		}
+		return true
+	}
+	if lost := oracle.LostWrites(j.writes, snap, groups); len(lost) > 0 {
+		o.fail(oracle.LostWrite, step, oracle.LostLine(lost))
+		o.snap = &snap
+		return true
+	}
+	return false
+}
+
+// fail records a fail of class, seen after step (0: at the end).
+func (o *outcome) fail(class oracle.Class, step int, line string) {
+	o.verdict, o.class, o.step, o.detail = oracle.Fail, class, step, line
+	if step > 0 {
+		o.detail = fmt.Sprintf("after step %d: %s", step, line)
+	}
+}
+
+// alarmLine says in one line what the system's own checks reported.
+func alarmLine(alarms []cem.Alarm) string {
+	parts := make([]string, len(alarms))
+	for i, a := range alarms {
+		parts[i] = fmt.Sprintf("replica %d: %s", a.Replica, a.What)
+	}
+	return "the system's own check: " + strings.Join(parts, "; ")
+}
+
+// read reads every replica's data; what failed is recorded in o.
+func (w *worker) read(ctx context.Context, o *outcome, rec *results.Record, what string) (cem.Snapshot, bool) {
 	var snap cem.Snapshot
-	t = time.Now()
-	err = w.call(ctx, func(ctx context.Context) (err error) {
+	t := time.Now()
+	err := w.call(ctx, func(ctx context.Context) (err error) {
 		snap, err = w.plugin.Read(ctx)
 		return err
 	})
-	rec.ReadMS = millis(time.Since(t))
+	rec.ReadMS += millis(time.Since(t))
 	if err != nil {
-		w.pluginFault(&o, "read", err)
-		return o
+		w.pluginFault(o, what, err)
+		return snap, false
 	}
-	if got, want := len(snap.Replicas), c.Header.Params.Replicas; got != want {
-		o.harness("read: the plugin returned %d replicas' data, want %d", got, want)
+	if got, want := len(snap.Replicas), w.run.c.Header.Params.Replicas; got != want {
+		o.harness("%s: the plugin returned %d replicas' data, want %d", what, got, want)
 		o.replace = true
-		return o
+		return snap, false
 	}
-	o.snap = &snap
-	if d := oracle.Compare(snap); d.Converged() {
-		o.verdict = oracle.Pass
-		if g := d.Groups(); g != "" {
-			o.detail = "converged within " + g + " (the system does not link them)"
-		}
-	} else {
-		o.verdict, o.detail, o.full = oracle.Fail, d.Line(), d.Report()
-	}
-	return o
+	return snap, true
 }
 
 // call calls the plugin within the call timeout.

@@ -3,15 +3,18 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/oracle"
@@ -399,5 +402,58 @@ func TestRunRetriesErrors(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, results.FailuresDir, s.ID)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("schedule %s passed but keeps its failure folder: %v", s.ID, err)
 		}
+	}
+}
+
+// TestRunChecks checks each check of the oracle on a schedule that fails only it: a divergence
+// seen after a convergence step and healed by the end (which the end-only check passes), an
+// acknowledged write that every replica lost, an alarm of the system's own check.
+func TestRunChecks(t *testing.T) {
+	h, all := readSchedules(t)
+	// A schedule with a convergence step before its last step, so that one check comes before
+	// the end.
+	k := slices.IndexFunc(all, func(s schedules.Schedule) bool {
+		return slices.ContainsFunc(s.Steps[:len(s.Steps)-1], func(t aem.Transition) bool { return t.Kind == aem.Convergence })
+	})
+	if k < 0 {
+		t.Fatal("no schedule of " + scheduleFile + " has two convergence steps")
+	}
+	s := all[k]
+	mid := slices.IndexFunc(s.Steps, func(t aem.Transition) bool { return t.Kind == aem.Convergence }) + 1
+	tests := []struct {
+		name   string
+		b      behaviour
+		check  oracle.Check
+		want   oracle.Verdict
+		class  oracle.Class
+		step   int
+		detail string
+	}{
+		{"healed divergence, every convergence", behaviour{healAt: mid + 1}, oracle.EveryConvergence, oracle.Fail, oracle.Diverged, mid,
+			fmt.Sprintf("after step %d: 1 key differs: key:1", mid)},
+		{"healed divergence, end only", behaviour{healAt: mid + 1}, oracle.End, oracle.Pass, "", 0, ""},
+		{"lost write", behaviour{lose: true}, oracle.EveryConvergence, oracle.Fail, oracle.LostWrite, mid,
+			fmt.Sprintf("after step %d: 2 acknowledged writes lost: key:1 on replica 0 (acknowledged %q, holds \"lost\")", mid, s.ID)},
+		{"lost write, end only", behaviour{lose: true}, oracle.End, oracle.Fail, oracle.LostWrite, 0, "3 acknowledged writes lost: key:1"},
+		{"alarm", behaviour{alarmAt: 1}, oracle.End, oracle.Fail, oracle.SelfCheck, 1, "after step 1: the system's own check: replica 0: digest mismatches: 2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := newFakeSystem(t, 10)
+			sys.behave[s.ID] = tt.b
+			dir := t.TempDir()
+			st := openStore(t, dir, h)
+			c := campaign(t, sys, st, h, []schedules.Schedule{s}, 1)
+			c.Check = tt.check
+			if _, err := executor.Run(context.Background(), c); err != nil {
+				t.Fatal(err)
+			}
+			sys.check()
+			r := recordsByID(t, dir)[s.ID]
+			if r.Verdict != tt.want || r.Class != tt.class || r.Step != tt.step || !strings.HasPrefix(r.Detail, tt.detail) {
+				t.Errorf("record: %s class %q step %d %q; want %s class %q step %d %q...; calls: %s",
+					r.Verdict, r.Class, r.Step, r.Detail, tt.want, tt.class, tt.step, tt.detail, sys.callsOf(s.ID))
+			}
+		})
 	}
 }

@@ -31,6 +31,13 @@ type behaviour struct {
 	crashAt    int    // the plugin dies during this step, leaving its server running
 	hangAt     int    // the plugin never answers this step
 	blockAt    int    // this step blocks until its call is cancelled, after telling blocked
+	// healAt: replica 1 misses key:1 when read before this step has been applied
+	healAt int
+	// lose: every step reports its write as acknowledged, and every replica holds another
+	// value of key:1
+	lose bool
+	// alarmAt: this step reports an alarm of the system's own check on replica 0
+	alarmAt int
 }
 
 // fakeSystem launches fake plugins and checks what they are asked to do.
@@ -112,6 +119,7 @@ type fakePlugin struct {
 	data    []map[string]string
 	server  *proc.Process
 	running bool
+	applied int // steps applied
 }
 
 func (p *fakePlugin) Info(context.Context, []byte) (cem.Info, error) { return fakeInfo, nil }
@@ -206,9 +214,15 @@ func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, 
 		<-ctx.Done()
 		return cem.StepReport{}, fmt.Errorf("plugin Apply: %w", ctx.Err())
 	}
+	key := fmt.Sprintf("key:%d", n)
 	for _, r := range p.data {
-		r[fmt.Sprintf("key:%d", n)] = id
+		r[key] = id
 	}
+	report.Writes = []cem.Write{{Key: key, Value: id, Acked: p.b.lose}}
+	if n == p.b.alarmAt {
+		report.Alarms = []cem.Alarm{{Replica: 0, What: "digest mismatches: 2"}}
+	}
+	p.applied = n
 	return report, nil
 }
 
@@ -222,8 +236,11 @@ func (p *fakePlugin) Read(context.Context) (cem.Snapshot, error) {
 		for k, v := range d {
 			r.Data[k] = v
 		}
-		if p.b.diverge && i == 1 {
+		if p.b.diverge && i == 1 || p.applied < p.b.healAt && i == 1 {
 			delete(r.Data, "key:1")
+		}
+		if _, ok := r.Data["key:1"]; ok && p.b.lose {
+			r.Data["key:1"] = "lost"
 		}
 		if p.b.unreadable && i == 2 {
 			r = cem.ReplicaData{Err: "connection refused"}

@@ -14,8 +14,11 @@ import (
 // Divergence is how the replicas of a snapshot differ: the replicas that could not be read,
 // and every key on which readable replicas of one group disagree.
 type Divergence struct {
-	Replicas   int
-	Group      []int // each replica's group: replicas of one group must agree (cem.ReplicaData.Group)
+	Replicas int
+	// Group is each replica's group: replicas of one group must agree (cem.ReplicaData.Group).
+	// NotCompared marks a replica that the system does not promise to have converged at this
+	// point (one that is offline, or whose source is).
+	Group      []int
 	Unreadable []Unreadable
 	Keys       []KeyDiff // sorted by key
 }
@@ -39,19 +42,35 @@ type Value struct {
 	Present bool
 }
 
-// Compare compares every replica's data. A replica that could not be read counts as
-// diverged; the readable replicas of each group must hold the same keys with the same values.
+// NotCompared is the group of a replica that a comparison leaves out.
+const NotCompared = -1
+
+// Compare compares every replica's data, in the groups the plugin gave them
+// (cem.ReplicaData.Group): the end of a schedule, when every replica must have converged.
 func Compare(snap cem.Snapshot) Divergence {
-	d := Divergence{Replicas: len(snap.Replicas)}
+	groups := make([]int, len(snap.Replicas))
+	for i, r := range snap.Replicas {
+		groups[i] = r.Group
+	}
+	return CompareGroups(snap, groups)
+}
+
+// CompareGroups compares the replicas of each group (NotCompared: none). A compared replica
+// that could not be read counts as diverged; the readable replicas of each group must hold the
+// same keys with the same values.
+func CompareGroups(snap cem.Snapshot, group []int) Divergence {
+	d := Divergence{Replicas: len(snap.Replicas), Group: slices.Clone(group)}
 	groups := map[int][]int{} // readable replicas by group
 	keys := map[string]bool{}
 	for i, r := range snap.Replicas {
-		d.Group = append(d.Group, r.Group)
+		if group[i] == NotCompared {
+			continue
+		}
 		if r.Err != "" {
 			d.Unreadable = append(d.Unreadable, Unreadable{Replica: i, Err: r.Err})
 			continue
 		}
-		groups[r.Group] = append(groups[r.Group], i)
+		groups[group[i]] = append(groups[group[i]], i)
 		for k := range r.Data {
 			keys[k] = true
 		}
@@ -84,6 +103,9 @@ func (d Divergence) Groups() string {
 	var order []int
 	members := map[int][]string{}
 	for i, g := range d.Group {
+		if g == NotCompared {
+			continue
+		}
 		if _, ok := members[g]; !ok {
 			order = append(order, g)
 		}
@@ -164,6 +186,9 @@ func (d Divergence) values(k KeyDiff) string {
 func (d Divergence) value(k KeyDiff, i, maxLen int) string {
 	if slices.ContainsFunc(d.Unreadable, func(u Unreadable) bool { return u.Replica == i }) {
 		return "<unreadable>"
+	}
+	if d.Group[i] == NotCompared {
+		return "<not compared>"
 	}
 	v := k.Values[i]
 	if !v.Present {

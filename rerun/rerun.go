@@ -29,6 +29,8 @@ type Setup struct {
 	Launch       executor.Launcher
 	BasePort     int
 	StepTimeout  time.Duration
+	// Check says when each run is judged, as in the campaign.
+	Check oracle.Check
 	// Out, when set, shows each run as it goes: every step as it starts, and its concrete
 	// actions and time when the plugin returns them (the plugin reports a step's actions when
 	// the step is done), then the verdict.
@@ -144,6 +146,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		ScheduleFile: "replay of " + s.ID,
 		Plugin:       setup.Info.Name, PluginVersion: setup.Info.Version, ServerVersion: setup.Info.ServerVersion,
 		Started: time.Now().UTC(), Schedules: 1, PluginConfig: string(setup.PluginConfig),
+		Check: setup.Check,
 	})
 	if err != nil {
 		return rec, false, err
@@ -160,7 +163,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		},
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
-		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout,
+		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

@@ -78,10 +78,19 @@ func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overri
 	if err != nil {
 		return err
 	}
+	// A run is judged as the campaign was; campaigns older than the setting were judged at
+	// the end.
+	check := t.Summary.Campaign.Check
+	if check == "" {
+		check = oracle.End
+	}
+	if o.Check != nil {
+		check = *o.Check
+	}
 	t.ConfigFrom = from
 	t.Setup = Setup{
 		Info: info, PluginConfig: pluginConfig, Launch: launch,
-		BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout,
+		BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: check,
 	}
 	return nil
 }

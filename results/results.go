@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/oracle"
 )
@@ -64,6 +65,9 @@ type Campaign struct {
 	PluginConfig string `json:"plugin_config,omitempty"`
 	// Resumed is when the latest run that resumed the campaign started.
 	Resumed time.Time `json:"resumed,omitzero"`
+	// Check says when schedules are judged (oracle.EveryConvergence or oracle.End); empty in
+	// campaigns older than the setting, which were judged at the end.
+	Check oracle.Check `json:"check,omitempty"`
 }
 
 // Record is what one schedule's run found.
@@ -72,16 +76,28 @@ type Record struct {
 	DRM     string         `json:"drm"`
 	Verdict oracle.Verdict `json:"verdict"`
 	// Detail says why a schedule did not pass, in one line.
-	Detail        string    `json:"detail,omitempty"`
-	Plugin        string    `json:"plugin"`
-	PluginVersion string    `json:"plugin_version"`
-	ServerVersion string    `json:"server_version"`
-	Start         time.Time `json:"start"`
-	End           time.Time `json:"end"`
+	Detail string `json:"detail,omitempty"`
+	// Class is the check a failed schedule failed; Step the 1-based step after which it was
+	// seen, 0 for the end of the schedule.
+	Class oracle.Class `json:"class,omitempty"`
+	Step  int          `json:"step,omitempty"`
+	// Observations are what the plugin observed after each step, for explaining verdicts.
+	Observations  []StepObservations `json:"observations,omitempty"`
+	Plugin        string             `json:"plugin"`
+	PluginVersion string             `json:"plugin_version"`
+	ServerVersion string             `json:"server_version"`
+	Start         time.Time          `json:"start"`
+	End           time.Time          `json:"end"`
 	// Milliseconds spent starting the cluster, realising each step taken and reading the data.
 	StartMS float64   `json:"start_ms"`
 	StepsMS []float64 `json:"steps_ms"`
 	ReadMS  float64   `json:"read_ms"`
+}
+
+// StepObservations are what the plugin observed after one step (0-based), by replica.
+type StepObservations struct {
+	Step     int               `json:"step"`
+	Replicas []cem.Observation `json:"replicas"`
 }
 
 // ErrOtherCampaign says that a results directory holds another campaign.

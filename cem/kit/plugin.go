@@ -40,10 +40,16 @@ const teardownTimeout = 10 * time.Second
 // break_realisation = "skip-relink" (link models): no convergence links a recovering replica
 // to its source, so that schedules end with replicas of one tree that really differ, and a
 // shorter schedule can still show it (modulo shrink is tested with it).
+//
+// break_realisation = "lose-write" (quorum models): after the schedule's last step the kit
+// overwrites the schedule's first acknowledged write, through the leader, with another value
+// that it does not report, and waits until every replica holds it: the replicas agree, and
+// the write they acknowledged is gone from all of them.
 const (
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
 	BreakSkipRelink  = "skip-relink"
+	BreakLoseWrite   = "lose-write"
 	ProbeKey         = "modulo-probe"
 	BehindKey        = "modulo-behind"
 )
@@ -71,6 +77,11 @@ type Plugin struct {
 	// lists the keys its divergences wrote, in order, for the link engine's probe.
 	divergences int
 	written     []string
+	// acks says that the system acknowledges a write as durable when Write returns (a quorum
+	// system); writes are the step's writes, acked those of the whole schedule.
+	acks   bool
+	writes []cem.Write
+	acked  []cem.Write
 }
 
 // engine realises the transitions of one family of models.
@@ -175,8 +186,8 @@ func (p *Plugin) configure(data []byte) (string, error) {
 			return "", errors.New(prefix + err.Error())
 		}
 	}
-	if own.Break != "" && own.Break != BreakLeaveBehind && own.Break != BreakSkipRelink {
-		return "", fmt.Errorf("%s%s must be %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, own.Break)
+	if own.Break != "" && own.Break != BreakLeaveBehind && own.Break != BreakSkipRelink && own.Break != BreakLoseWrite {
+		return "", fmt.Errorf("%s%s must be %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, own.Break)
 	}
 	return own.Break, nil
 }
@@ -191,7 +202,9 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		}
 		return fmt.Errorf("DRM %s needs the system to implement kit.%s", d.Name, iface)
 	}
-	if _, ok := d.Model.(aem.Quorum); ok {
+	_, quorum := d.Model.(aem.Quorum)
+	p.acks = quorum
+	if quorum {
 		if p.brk == BreakSkipRelink {
 			return nil, fmt.Errorf("%s = %q is for link models; DRM %s has a quorum model", BreakKey, BreakSkipRelink, d.Name)
 		}
@@ -201,6 +214,9 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		}
 		logs, _ := p.sys.(LogReader)
 		return &quorumEngine{p: p, q: q, logs: logs}, nil
+	}
+	if p.brk == BreakLoseWrite {
+		return nil, fmt.Errorf("%s = %q is for quorum models; DRM %s has a link model, whose writes are not acknowledged as durable", BreakKey, BreakLoseWrite, d.Name)
 	}
 	var variant aem.RedisVariant
 	switch d.Model {
@@ -281,6 +297,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	}
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
+	p.writes, p.acked = nil, nil
 	defer func() {
 		if err != nil {
 			err = errors.Join(p.errorf("start", err), p.teardown(ctx))
@@ -333,10 +350,10 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	if k < 0 {
 		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
 	}
-	p.step, p.actions = step.Index, nil
+	p.step, p.actions, p.writes = step.Index, nil, nil
 	err = p.apply(ctx, &enabled[k]) // the model's own, with what the text leaves implicit
-	report := cem.StepReport{Actions: p.actions}
-	p.actions = nil
+	report := cem.StepReport{Actions: p.actions, Writes: p.writes}
+	p.actions, p.writes = nil, nil
 	if err != nil {
 		// Part of the step may have happened: later steps would realise something else.
 		p.failed = fmt.Errorf("step %d (%s) failed", step.Index+1, step.Transition)
@@ -363,8 +380,11 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 		return err
 	}
 	p.state = next
-	if p.brk == BreakLeaveBehind && p.last(&p.state) {
+	switch {
+	case p.brk == BreakLeaveBehind && p.last(&p.state):
 		return p.eng.leaveBehind(ctx)
+	case p.brk == BreakLoseWrite && p.last(&p.state):
+		return p.eng.(*quorumEngine).loseWrite(ctx)
 	}
 	return nil
 }
@@ -529,7 +549,17 @@ func (p *Plugin) write(ctx context.Context, r *Replica, key, value string) error
 		return err
 	}
 	p.act(r, "write %s = %q", key, value)
+	p.sent(key, value, p.acks)
 	return nil
+}
+
+// sent adds a write to the step's report.
+func (p *Plugin) sent(key, value string, acked bool) {
+	w := cem.Write{Key: key, Value: value, Acked: acked}
+	p.writes = append(p.writes, w)
+	if acked {
+		p.acked = append(p.acked, w)
+	}
 }
 
 // awaitCaughtUp waits until the system says that the online replicas have caught up.

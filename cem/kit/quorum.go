@@ -157,6 +157,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			w := pendingWrite{key: key, cancel: cancel, done: make(chan error, 1)}
 			go func() { w.done <- p.sys.Write(wctx, leader, key, value) }()
 			pending = append(pending, w)
+			p.sent(key, value, false)
 			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
 		} else {
 			for _, r := range crash {
@@ -249,6 +250,29 @@ func (e *quorumEngine) leaveBehind(ctx context.Context) error {
 		return err
 	}
 	return e.p.awaitCaughtUp(ctx, rest)
+}
+
+// loseWrite realises break_realisation = "lose-write": the schedule's first acknowledged write
+// gets another value, which is not reported, on every online replica.
+func (e *quorumEngine) loseWrite(ctx context.Context) error {
+	p := e.p
+	if len(p.acked) == 0 {
+		p.act(nil, "%s = %q: no acknowledged write to lose", BreakKey, BreakLoseWrite)
+		return nil
+	}
+	w := p.acked[0]
+	leader, err := e.leader(ctx)
+	if err != nil {
+		return err
+	}
+	err = p.call(ctx, fmt.Sprintf("%s to accept write %s", leader.Name, w.Key), func(ctx context.Context) error {
+		return p.sys.Write(ctx, leader, w.Key, w.Value+":lost")
+	})
+	if err != nil {
+		return err
+	}
+	p.act(leader, "%s = %q: write %s = %q, not reported", BreakKey, BreakLoseWrite, w.Key, w.Value+":lost")
+	return p.awaitCaughtUp(ctx, e.online(&p.state))
 }
 
 // names lists replicas' names for messages.

@@ -9,6 +9,9 @@
 //   - oracle: a schedule realised with the kit's break_realisation = "leave-behind", after which
 //     the oracle's comparison (oracle.Compare) must report the replica left behind, and
 //     every readable replica must hold the probe key written to the whole cluster before;
+//   - lost write (quorum models): a schedule realised with break_realisation = "lose-write",
+//     whose steps must report their writes, a committed one acknowledged; the replicas must
+//     agree, and the oracle's durability check (oracle.LostWrites) must report that write;
 //   - teardown: Start fails with one line naming a busy port, and Teardown after it and after
 //     a step is safe to call twice, leaves no pid file and no live process in any group that
 //     a pid file ever named (the same check ends every cluster of the suite);
@@ -118,6 +121,9 @@ func Run(t *testing.T, cfg Config) {
 	}
 	t.Run("transitions", func(t *testing.T) { s.transitions(t, plan) })
 	t.Run("oracle", s.oracle)
+	if _, quorum := d.Model.(aem.Quorum); quorum {
+		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
+	}
 	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
 	t.Run("crashed server", func(t *testing.T) { s.fault(t, syscall.SIGKILL, plan.Schedules[0].Steps) })
 	t.Run("hung server", func(t *testing.T) { s.fault(t, syscall.SIGSTOP, plan.Schedules[0].Steps) })
@@ -156,7 +162,7 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 	for i, planned := range plan.Schedules {
 		name := fmt.Sprintf("%d %s", i+1, schedules.Body(planned.Steps))
 		ok := t.Run(name, func(t *testing.T) {
-			c, snap := s.realise(t, s.cfg.New(), planned.Steps, s.cfg.PluginConfig)
+			c, snap, _ := s.realise(t, s.cfg.New(), planned.Steps, s.cfg.PluginConfig)
 			if d := oracle.Compare(snap); !d.Converged() {
 				t.Errorf("the replicas did not converge: %s\n(the plugin says the cluster caught up too early, or %s itself has a convergence failure here)", d.Line(), s.drm.System)
 			}
@@ -200,7 +206,7 @@ func (s *suite) oracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := append([]byte(kit.BreakKey+" = \""+kit.BreakLeaveBehind+"\"\n"), s.cfg.PluginConfig...)
-	_, snap := s.realise(t, s.cfg.New(), planned.Steps, config)
+	_, snap, _ := s.realise(t, s.cfg.New(), planned.Steps, config)
 	d := oracle.Compare(snap)
 	if d.Converged() {
 		t.Fatalf("the comparison found every replica the same after %s left a replica behind", kit.BreakLeaveBehind)
@@ -347,7 +353,7 @@ func (s *suite) binary(t *testing.T, steps []aem.Transition) {
 		info.Capabilities.PortsPerReplica != s.info.Capabilities.PortsPerReplica {
 		t.Errorf("the binary says %+v, the plugin in process %+v", info, s.info)
 	}
-	_, snap := s.realise(t, client, steps, s.cfg.PluginConfig)
+	_, snap, _ := s.realise(t, client, steps, s.cfg.PluginConfig)
 	if d := oracle.Compare(snap); !d.Converged() {
 		t.Errorf("through the binary, the replicas did not converge: %s", d.Line())
 	}
@@ -385,13 +391,45 @@ func (s *suite) pluginDeath(t *testing.T) {
 // SIGKILL (their parent-death signal) at once.
 const pluginDeathTimeout = 10 * time.Second
 
-// realise runs steps on a fresh cluster of p and returns every replica's data.
-func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config []byte) (*cluster, cem.Snapshot) {
+// lostWrite realises a schedule whose first divergence commits a write, with the kit's
+// break_realisation = "lose-write", and checks that the durability check reports that write.
+func (s *suite) lostWrite(t *testing.T, plan Plan) {
+	quorum := s.params.Replicas/2 + 1
+	k := slices.IndexFunc(plan.Schedules, func(p Planned) bool {
+		return slices.ContainsFunc(p.Steps, func(tr aem.Transition) bool {
+			return tr.Kind == aem.Divergence && tr.WriteCount() > 0 &&
+				len(slices.DeleteFunc(slices.Clone(tr.Writes), func(w int) bool { return w < 1 })) >= quorum
+		})
+	})
+	if k < 0 {
+		t.Fatal("no schedule of the plan commits a write")
+	}
+	config := append([]byte(kit.BreakKey+" = \""+kit.BreakLoseWrite+"\"\n"), s.cfg.PluginConfig...)
+	_, snap, writes := s.realise(t, s.cfg.New(), plan.Schedules[k].Steps, config)
+	acked := slices.IndexFunc(writes, func(w cem.Write) bool { return w.Acked })
+	if acked < 0 {
+		t.Fatalf("the steps reported writes %+v, none acknowledged, although a write reached a quorum", writes)
+	}
+	if d := oracle.Compare(snap); !d.Converged() {
+		t.Fatalf("the replicas should agree after %s: %s", kit.BreakLoseWrite, d.Line())
+	}
+	group := make([]int, len(snap.Replicas))
+	lost := oracle.LostWrites(writes, snap, group)
+	if !slices.ContainsFunc(lost, func(l oracle.Lost) bool { return l.Key == writes[acked].Key }) {
+		t.Fatalf("the durability check reports %v, not the lost write %s", lost, writes[acked].Key)
+	}
+	t.Logf("reported: %s", oracle.LostLine(lost))
+}
+
+// realise runs steps on a fresh cluster of p and returns every replica's data and the writes
+// the steps reported.
+func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config []byte) (*cluster, cem.Snapshot, []cem.Write) {
 	t.Helper()
 	c := s.newCluster(t, p, config, steps)
 	if err := c.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	var writes []cem.Write
 	for i := range steps {
 		rep, err := c.apply(t, i, &steps[i])
 		if err != nil {
@@ -402,6 +440,7 @@ func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config 
 			fmt.Fprintf(&b, "\n  %s replica %2d: %s", a.Time.Format("15:04:05.000"), a.Replica, a.What)
 		}
 		t.Logf("step %d %s:%s", i+1, steps[i], b.String())
+		writes = append(writes, rep.Writes...)
 	}
-	return c, c.read(t)
+	return c, c.read(t), writes
 }

@@ -580,6 +580,9 @@ func (x *ApplyResponse) GetNotReached() *NotReached {
 type StepReport struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Actions       []*Action              `protobuf:"bytes,1,rep,name=actions,proto3" json:"actions,omitempty"`
+	Writes        []*Write               `protobuf:"bytes,2,rep,name=writes,proto3" json:"writes,omitempty"`
+	Observations  []*Observation         `protobuf:"bytes,3,rep,name=observations,proto3" json:"observations,omitempty"`
+	Alarms        []*Alarm               `protobuf:"bytes,4,rep,name=alarms,proto3" json:"alarms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -621,6 +624,194 @@ func (x *StepReport) GetActions() []*Action {
 	return nil
 }
 
+func (x *StepReport) GetWrites() []*Write {
+	if x != nil {
+		return x.Writes
+	}
+	return nil
+}
+
+func (x *StepReport) GetObservations() []*Observation {
+	if x != nil {
+		return x.Observations
+	}
+	return nil
+}
+
+func (x *StepReport) GetAlarms() []*Alarm {
+	if x != nil {
+		return x.Alarms
+	}
+	return nil
+}
+
+// A write the step sent, in order, and whether the system acknowledged it as durable.
+type Write struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	Acked         bool                   `protobuf:"varint,3,opt,name=acked,proto3" json:"acked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Write) Reset() {
+	*x = Write{}
+	mi := &file_cem_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Write) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Write) ProtoMessage() {}
+
+func (x *Write) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Write.ProtoReflect.Descriptor instead.
+func (*Write) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Write) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *Write) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *Write) GetAcked() bool {
+	if x != nil {
+		return x.Acked
+	}
+	return false
+}
+
+// What the plugin observed of one replica once the step had settled.
+type Observation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replica       int64                  `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	Fields        map[string]string      `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Observation) Reset() {
+	*x = Observation{}
+	mi := &file_cem_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Observation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Observation) ProtoMessage() {}
+
+func (x *Observation) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Observation.ProtoReflect.Descriptor instead.
+func (*Observation) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *Observation) GetReplica() int64 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+func (x *Observation) GetFields() map[string]string {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+// A problem the system's own check reports on one replica.
+type Alarm struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Replica       int64                  `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
+	What          string                 `protobuf:"bytes,2,opt,name=what,proto3" json:"what,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Alarm) Reset() {
+	*x = Alarm{}
+	mi := &file_cem_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Alarm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Alarm) ProtoMessage() {}
+
+func (x *Alarm) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Alarm.ProtoReflect.Descriptor instead.
+func (*Alarm) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Alarm) GetReplica() int64 {
+	if x != nil {
+		return x.Replica
+	}
+	return 0
+}
+
+func (x *Alarm) GetWhat() string {
+	if x != nil {
+		return x.What
+	}
+	return ""
+}
+
 type Action struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Unset for the zero time.
@@ -634,7 +825,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_cem_proto_msgTypes[11]
+	mi := &file_cem_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +837,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[11]
+	mi := &file_cem_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +850,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{11}
+	return file_cem_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Action) GetTime() *timestamppb.Timestamp {
@@ -693,7 +884,7 @@ type NotReached struct {
 
 func (x *NotReached) Reset() {
 	*x = NotReached{}
-	mi := &file_cem_proto_msgTypes[12]
+	mi := &file_cem_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -705,7 +896,7 @@ func (x *NotReached) String() string {
 func (*NotReached) ProtoMessage() {}
 
 func (x *NotReached) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[12]
+	mi := &file_cem_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -718,7 +909,7 @@ func (x *NotReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotReached.ProtoReflect.Descriptor instead.
 func (*NotReached) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{12}
+	return file_cem_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NotReached) GetStep() int64 {
@@ -743,7 +934,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_cem_proto_msgTypes[13]
+	mi := &file_cem_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +946,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[13]
+	mi := &file_cem_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +959,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{13}
+	return file_cem_proto_rawDescGZIP(), []int{16}
 }
 
 type ReadResponse struct {
@@ -780,7 +971,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_cem_proto_msgTypes[14]
+	mi := &file_cem_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -792,7 +983,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[14]
+	mi := &file_cem_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -805,7 +996,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{14}
+	return file_cem_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadResponse) GetSnapshot() *Snapshot {
@@ -824,7 +1015,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_cem_proto_msgTypes[15]
+	mi := &file_cem_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +1027,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[15]
+	mi := &file_cem_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +1040,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{15}
+	return file_cem_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Snapshot) GetReplicas() []*ReplicaData {
@@ -872,7 +1063,7 @@ type ReplicaData struct {
 
 func (x *ReplicaData) Reset() {
 	*x = ReplicaData{}
-	mi := &file_cem_proto_msgTypes[16]
+	mi := &file_cem_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -884,7 +1075,7 @@ func (x *ReplicaData) String() string {
 func (*ReplicaData) ProtoMessage() {}
 
 func (x *ReplicaData) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[16]
+	mi := &file_cem_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -897,7 +1088,7 @@ func (x *ReplicaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaData.ProtoReflect.Descriptor instead.
 func (*ReplicaData) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{16}
+	return file_cem_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReplicaData) GetData() map[string]string {
@@ -929,7 +1120,7 @@ type TeardownRequest struct {
 
 func (x *TeardownRequest) Reset() {
 	*x = TeardownRequest{}
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1132,7 @@ func (x *TeardownRequest) String() string {
 func (*TeardownRequest) ProtoMessage() {}
 
 func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1145,7 @@ func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownRequest.ProtoReflect.Descriptor instead.
 func (*TeardownRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{17}
+	return file_cem_proto_rawDescGZIP(), []int{20}
 }
 
 type TeardownResponse struct {
@@ -965,7 +1156,7 @@ type TeardownResponse struct {
 
 func (x *TeardownResponse) Reset() {
 	*x = TeardownResponse{}
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1168,7 @@ func (x *TeardownResponse) String() string {
 func (*TeardownResponse) ProtoMessage() {}
 
 func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1181,7 @@ func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownResponse.ProtoReflect.Descriptor instead.
 func (*TeardownResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{18}
+	return file_cem_proto_rawDescGZIP(), []int{21}
 }
 
 var File_cem_proto protoreflect.FileDescriptor
@@ -1036,10 +1227,26 @@ const file_cem_proto_rawDesc = "" +
 	"\rApplyResponse\x12.\n" +
 	"\x06report\x18\x01 \x01(\v2\x16.modulo.cem.StepReportR\x06report\x127\n" +
 	"\vnot_reached\x18\x02 \x01(\v2\x16.modulo.cem.NotReachedR\n" +
-	"notReached\":\n" +
+	"notReached\"\xcd\x01\n" +
 	"\n" +
 	"StepReport\x12,\n" +
-	"\aactions\x18\x01 \x03(\v2\x12.modulo.cem.ActionR\aactions\"f\n" +
+	"\aactions\x18\x01 \x03(\v2\x12.modulo.cem.ActionR\aactions\x12)\n" +
+	"\x06writes\x18\x02 \x03(\v2\x11.modulo.cem.WriteR\x06writes\x12;\n" +
+	"\fobservations\x18\x03 \x03(\v2\x17.modulo.cem.ObservationR\fobservations\x12)\n" +
+	"\x06alarms\x18\x04 \x03(\v2\x11.modulo.cem.AlarmR\x06alarms\"E\n" +
+	"\x05Write\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\x12\x14\n" +
+	"\x05acked\x18\x03 \x01(\bR\x05acked\"\x9f\x01\n" +
+	"\vObservation\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\x03R\areplica\x12;\n" +
+	"\x06fields\x18\x02 \x03(\v2#.modulo.cem.Observation.FieldsEntryR\x06fields\x1a9\n" +
+	"\vFieldsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\x05Alarm\x12\x18\n" +
+	"\areplica\x18\x01 \x01(\x03R\areplica\x12\x12\n" +
+	"\x04what\x18\x02 \x01(\tR\x04what\"f\n" +
 	"\x06Action\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x03R\areplica\x12\x12\n" +
@@ -1081,7 +1288,7 @@ func file_cem_proto_rawDescGZIP() []byte {
 	return file_cem_proto_rawDescData
 }
 
-var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_cem_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: modulo.cem.InfoRequest
 	(*InfoResponse)(nil),          // 1: modulo.cem.InfoResponse
@@ -1094,47 +1301,55 @@ var file_cem_proto_goTypes = []any{
 	(*Step)(nil),                  // 8: modulo.cem.Step
 	(*ApplyResponse)(nil),         // 9: modulo.cem.ApplyResponse
 	(*StepReport)(nil),            // 10: modulo.cem.StepReport
-	(*Action)(nil),                // 11: modulo.cem.Action
-	(*NotReached)(nil),            // 12: modulo.cem.NotReached
-	(*ReadRequest)(nil),           // 13: modulo.cem.ReadRequest
-	(*ReadResponse)(nil),          // 14: modulo.cem.ReadResponse
-	(*Snapshot)(nil),              // 15: modulo.cem.Snapshot
-	(*ReplicaData)(nil),           // 16: modulo.cem.ReplicaData
-	(*TeardownRequest)(nil),       // 17: modulo.cem.TeardownRequest
-	(*TeardownResponse)(nil),      // 18: modulo.cem.TeardownResponse
-	nil,                           // 19: modulo.cem.ReplicaData.DataEntry
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(*Write)(nil),                 // 11: modulo.cem.Write
+	(*Observation)(nil),           // 12: modulo.cem.Observation
+	(*Alarm)(nil),                 // 13: modulo.cem.Alarm
+	(*Action)(nil),                // 14: modulo.cem.Action
+	(*NotReached)(nil),            // 15: modulo.cem.NotReached
+	(*ReadRequest)(nil),           // 16: modulo.cem.ReadRequest
+	(*ReadResponse)(nil),          // 17: modulo.cem.ReadResponse
+	(*Snapshot)(nil),              // 18: modulo.cem.Snapshot
+	(*ReplicaData)(nil),           // 19: modulo.cem.ReplicaData
+	(*TeardownRequest)(nil),       // 20: modulo.cem.TeardownRequest
+	(*TeardownResponse)(nil),      // 21: modulo.cem.TeardownResponse
+	nil,                           // 22: modulo.cem.Observation.FieldsEntry
+	nil,                           // 23: modulo.cem.ReplicaData.DataEntry
+	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
 }
 var file_cem_proto_depIdxs = []int32{
 	2,  // 0: modulo.cem.InfoResponse.info:type_name -> modulo.cem.Info
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
 	5,  // 2: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
-	20, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
-	12, // 4: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
+	24, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
+	15, // 4: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
 	8,  // 5: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
 	10, // 6: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
-	12, // 7: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
-	11, // 8: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
-	21, // 9: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	15, // 10: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	16, // 11: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	19, // 12: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	0,  // 13: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	4,  // 14: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	7,  // 15: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	13, // 16: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	17, // 17: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	1,  // 18: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	6,  // 19: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	9,  // 20: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	14, // 21: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	18, // 22: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	18, // [18:23] is the sub-list for method output_type
-	13, // [13:18] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	15, // 7: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
+	14, // 8: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
+	11, // 9: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
+	12, // 10: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
+	13, // 11: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
+	22, // 12: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	25, // 13: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	18, // 14: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	19, // 15: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	23, // 16: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	0,  // 17: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	4,  // 18: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	7,  // 19: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	16, // 20: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	20, // 21: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	1,  // 22: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	6,  // 23: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	9,  // 24: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	17, // 25: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	21, // 26: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	22, // [22:27] is the sub-list for method output_type
+	17, // [17:22] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }
@@ -1148,7 +1363,7 @@ func file_cem_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cem_proto_rawDesc), len(file_cem_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

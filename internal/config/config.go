@@ -6,6 +6,7 @@
 //	workers = 2                     # schedules run at once, each on a cluster of its own
 //	step_timeout = "30s"            # how long a step may take to reach its state
 //	plugin_dir = "bin"              # where modulo-plugin-<name> binaries are looked for first
+//	check = "every-convergence"     # judge after every convergence and at the end; "end": at the end only
 //
 //	[redis]                         # handed to the redis plugin, which checks its own keys
 //	server = "/usr/bin/redis-server"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // Config is modulo run's configuration.
@@ -41,6 +43,8 @@ type Config struct {
 	StepTimeout time.Duration
 	// PluginDir, when set, is searched first for plugin binaries.
 	PluginDir string
+	// Check says when schedules are judged.
+	Check oracle.Check
 	// Plugins holds each plugin's table, by plugin name, re-encoded as TOML; a plugin without a
 	// table has none here and uses its own defaults.
 	Plugins map[string][]byte
@@ -53,6 +57,7 @@ const (
 	keyWorkers     = "workers"
 	keyStepTimeout = "step_timeout"
 	keyPluginDir   = "plugin_dir"
+	keyCheck       = "check"
 )
 
 // MaxWorkers bounds workers: every worker runs a whole cluster.
@@ -67,6 +72,7 @@ func Default() Config {
 		BasePort:    20000,
 		Workers:     runtime.NumCPU(),
 		StepTimeout: cem.DefaultStepTimeout,
+		Check:       oracle.EveryConvergence,
 	}
 }
 
@@ -91,6 +97,7 @@ func Parse(data []byte, name string) (Config, error) {
 		Workers:     &c.Workers,
 		StepTimeout: &c.StepTimeout,
 		PluginDir:   &c.PluginDir,
+		Check:       (*string)(&c.Check),
 	}
 	md, err := toml.Decode(string(data), &settings)
 	if err != nil {
@@ -140,10 +147,11 @@ type settingsDoc struct {
 	Workers     *int           `toml:"workers"`
 	StepTimeout *time.Duration `toml:"step_timeout"`
 	PluginDir   *string        `toml:"plugin_dir"`
+	Check       *string        `toml:"check"`
 }
 
 func settingKeys() []string {
-	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir}
+	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck}
 }
 
 // PluginNames lists, sorted, the plugins the DRM catalogue names: the tables a file may hold.
@@ -170,6 +178,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%s must be between 1 and %d, got %d", keyWorkers, MaxWorkers, c.Workers)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("%s must be positive, got %v", keyStepTimeout, c.StepTimeout)
+	}
+	if _, err := oracle.ParseCheck(string(c.Check)); err != nil || c.Check == "" {
+		return fmt.Errorf("%s must be %q or %q, got %q", keyCheck, oracle.EveryConvergence, oracle.End, c.Check)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -42,7 +44,7 @@ func TestLoadNoFile(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: etcd, mongodb, redis, zookeeper)"
+	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check; plugin tables: etcd, mongodb, redis, zookeeper)"
 	tests := []struct {
 		name    string
 		file    string
@@ -67,6 +69,9 @@ func TestParse(t *testing.T) {
 		{name: "no workers", file: "workers = 0", wantErr: "c.toml: workers must be between 1 and 256, got 0"},
 		{name: "negative timeout", file: "step_timeout = '-1s'", wantErr: "c.toml: step_timeout must be positive, got -1s"},
 		{name: "empty results dir", file: "results_dir = ''", wantErr: "c.toml: results_dir must not be empty"},
+		{name: "check by default", file: "", check: func(c Config) bool { return c.Check == oracle.EveryConvergence }},
+		{name: "check at the end", file: "check = 'end'", check: func(c Config) bool { return c.Check == oracle.End }},
+		{name: "unknown check", file: "check = 'sometimes'", wantErr: `c.toml: check must be "every-convergence" or "end", got "sometimes"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

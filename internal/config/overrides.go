@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/modulo-testing/modulo/oracle"
 )
 
 // Overrides are settings given on the command line, over the file's: a nil field keeps the
@@ -16,6 +18,7 @@ type Overrides struct {
 	Workers     *int
 	BasePort    *int
 	StepTimeout *time.Duration
+	Check       *oracle.Check
 }
 
 // LoadWith reads the file at path (the defaults when empty), sets what o overrides and
@@ -30,6 +33,7 @@ func LoadWith(path string, o Overrides) (Config, error) {
 	set(&c.Workers, o.Workers)
 	set(&c.BasePort, o.BasePort)
 	set(&c.StepTimeout, o.StepTimeout)
+	set(&c.Check, o.Check)
 	return c, c.Validate()
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/internal/words"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -53,14 +54,19 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 	var resultsDir, pluginDir string
 	var workers, basePort int
 	var stepTimeout time.Duration
+	var check string
 	cmd := &cobra.Command{
 		Use:   "run SCHEDULE_FILE [--drm NAME] [--workers N] [--ids ID,...]",
 		Short: "Run schedules on real clusters and check that their replicas converge",
 		Long: `Run the schedules of a schedule file on real local clusters, through the plugin of the
-file's DRM, and judge each one by the data its replicas hold at the end:
+file's DRM, and judge each one by the data its replicas hold after every convergence step
+and at the end (--check end: at the end only, as the Modulo paper did):
 
   pass        every replica holds the same data
-  fail        they differ (a convergence failure): which keys, and each replica's value
+  fail        a check failed, after step k or at the end; its class says which:
+                divergence  replicas that must have converged differ: which keys, each value
+                lost-write  a write the system acknowledged is missing or changed
+                self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start
 
@@ -83,6 +89,7 @@ a default:
   workers = 2              # default: one per CPU
   step_timeout = "30s"
   plugin_dir = "bin"
+  check = "every-convergence"
   [redis]                  # handed to the plugin as is
   server = "/usr/bin/redis-server"
 
@@ -113,6 +120,10 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 			if f.Changed("step-timeout") {
 				opts.StepTimeout = &stepTimeout
 			}
+			if f.Changed("check") {
+				c := oracle.Check(check)
+				opts.Check = &c
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -129,6 +140,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
 	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
 	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
+	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
 }
 
@@ -184,6 +196,7 @@ func Run(opts *Options) error {
 		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
 		Modulo: build.Version, Started: time.Now().UTC(),
 		Schedules: h.Count, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
+		Check: cfg.Check,
 	})
 	if errors.Is(err, results.ErrOtherCampaign) {
 		return cmdutil.Usage(err)
@@ -206,7 +219,7 @@ func Run(opts *Options) error {
 		Header: h, Next: next, Total: total, Info: info,
 		PluginConfig: cfg.Plugins[h.DRM.Plugin],
 		Launch:       launch, Store: store,
-		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout,
+		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check,
 		Progress: prog.update,
 	})
 	prog.finish()

@@ -81,7 +81,7 @@ func TestRunBadInput(t *testing.T) {
 		{"drm differs from the file's", Options{File: ssrFile, DRM: "S/L/R"}, ssrFile + " holds ssr schedules, not slr"},
 		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
-		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir; plugin tables: etcd, mongodb, redis, zookeeper)`},
+		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
 		{"no plugin", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
 			fmt.Sprintf("plugin modulo-plugin-redis not found in plugin_dir %s, %s (next to modulo) or on $PATH; build it with 'go build -o bin/modulo-plugin-redis ./plugins/redis' in modulo's source tree and pass --plugin-dir bin",

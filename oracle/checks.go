@@ -1,0 +1,128 @@
+package oracle
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/internal/words"
+)
+
+// Class says which check a failed schedule failed.
+type Class string
+
+// The classes of failure, each a check of its own.
+const (
+	// Diverged: replicas that the system promises to converge hold different data (or one of
+	// them cannot be read).
+	Diverged Class = "divergence"
+	// LostWrite: a write the system acknowledged is missing, or holds another value, on a
+	// replica of the group that converged.
+	LostWrite Class = "lost-write"
+	// SelfCheck: the system's own consistency check raised an alarm.
+	SelfCheck Class = "self-check"
+)
+
+// Check says when a run is judged.
+type Check string
+
+const (
+	// EveryConvergence judges the cluster after every convergence step, and at the end.
+	EveryConvergence Check = "every-convergence"
+	// End judges it once, at the end, as the Modulo paper did.
+	End Check = "end"
+)
+
+// ParseCheck reads a check setting; empty means EveryConvergence.
+func ParseCheck(s string) (Check, error) {
+	switch Check(s) {
+	case "", EveryConvergence:
+		return EveryConvergence, nil
+	case End:
+		return End, nil
+	}
+	return "", fmt.Errorf("check must be %q or %q, got %q", EveryConvergence, End, s)
+}
+
+// Promised returns the group each replica must have converged in once a convergence has
+// settled in abstract state s, or NotCompared: for a quorum model, the online replicas form
+// one group; for a link model (s.Src set), each online replica whose sources up to its tree's
+// root are all online belongs to its root's group, since only along such a chain can a resync
+// have happened.
+func Promised(s *aem.State) []int {
+	group := make([]int, len(s.On))
+	for i := range group {
+		group[i] = NotCompared
+		if !s.On[i] {
+			continue
+		}
+		if s.Src == nil {
+			group[i] = 0
+			continue
+		}
+		root, whole := i, true
+		for k := 0; k < len(s.Src) && s.Src[root] != aem.NoSource; k++ {
+			root = s.Src[root]
+			whole = whole && s.On[root]
+		}
+		if whole {
+			group[i] = root
+		}
+	}
+	return group
+}
+
+// Lost is an acknowledged write that a replica does not hold as written.
+type Lost struct {
+	Key, Value string
+	Replica    int
+	Got        Value // what the replica holds instead
+}
+
+// LostWrites checks that every compared, readable replica holds every write acknowledged as
+// durable, with its value. Only a key's last write counts: a later write of the key, even an
+// unacknowledged one, may replace it.
+func LostWrites(writes []cem.Write, snap cem.Snapshot, group []int) []Lost {
+	last := map[string]cem.Write{}
+	var order []string
+	for _, w := range writes {
+		if _, ok := last[w.Key]; !ok {
+			order = append(order, w.Key)
+		}
+		last[w.Key] = w
+	}
+	var lost []Lost
+	for _, k := range order {
+		w := last[k]
+		if !w.Acked {
+			continue
+		}
+		for i, r := range snap.Replicas {
+			if group[i] == NotCompared || r.Err != "" {
+				continue
+			}
+			if v, ok := r.Data[k]; !ok || v != w.Value {
+				lost = append(lost, Lost{Key: k, Value: w.Value, Replica: i, Got: Value{Text: v, Present: ok}})
+			}
+		}
+	}
+	return lost
+}
+
+// LostLine says in one line which acknowledged writes are lost, naming at most DetailKeys.
+func LostLine(lost []Lost) string {
+	var parts []string
+	for _, l := range lost[:min(len(lost), DetailKeys)] {
+		got := "<missing>"
+		if l.Got.Present {
+			got = fmt.Sprintf("%q", l.Got.Text)
+		}
+		parts = append(parts, fmt.Sprintf("%s on replica %d (acknowledged %q, holds %s)", l.Key, l.Replica, l.Value, got))
+	}
+	s := fmt.Sprintf("%d acknowledged %s lost: %s", len(lost), words.Plural(len(lost), "write", "writes"), strings.Join(parts, ", "))
+	if len(lost) > DetailKeys {
+		s += fmt.Sprintf(", and %d more", len(lost)-DetailKeys)
+	}
+	return s
+}
