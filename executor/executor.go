@@ -322,9 +322,23 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 
 // execute runs schedule s: a plugin, free ports, a fresh directory, then the cluster through
 // every step, then the comparison of the replicas' data.
-func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results.Record) outcome {
+//
+// A check that fails before the end (after a convergence step, or an alarm) decides the
+// verdict, and the schedule still runs to its end, so that the record also says what the end
+// alone would have shown (results.Record.AtEnd): healed, or failed too.
+func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results.Record) (o outcome) {
 	c := &w.run.c
-	var o outcome
+	var early *outcome // the first check that failed before the end
+	defer func() {
+		if early == nil {
+			return
+		}
+		rec.AtEnd = string(o.verdict)
+		if o.detail != "" {
+			rec.AtEnd += ": " + o.detail
+		}
+		o.verdict, o.class, o.step, o.detail, o.full, o.snap = early.verdict, early.class, early.step, early.detail, early.full, early.snap
+	}()
 	if w.plugin == nil {
 		p, err := c.Launch(ctx)
 		if err != nil {
@@ -395,9 +409,13 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 			o.harness("step %d %s: %v", i+1, text, err)
 			return o
 		}
+		if early != nil {
+			continue
+		}
 		if len(report.Alarms) > 0 {
-			o.fail(oracle.SelfCheck, i+1, alarmLine(report.Alarms))
-			return o
+			early = &outcome{}
+			early.fail(oracle.SelfCheck, i+1, alarmLine(report.Alarms))
+			continue
 		}
 		if j.check != oracle.EveryConvergence || s.Steps[i].Kind != aem.Convergence || i == len(s.Steps)-1 {
 			continue
@@ -406,8 +424,8 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		if !ok {
 			return o
 		}
-		if j.judge(&o, snap, oracle.Promised(&j.state), i+1) {
-			return o
+		if f := (outcome{}); j.judge(&f, snap, oracle.Promised(&j.state), i+1) {
+			early = &f
 		}
 	}
 

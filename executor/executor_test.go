@@ -428,14 +428,15 @@ func TestRunChecks(t *testing.T) {
 		class  oracle.Class
 		step   int
 		detail string
+		atEnd  string
 	}{
 		{"healed divergence, every convergence", behaviour{healAt: mid + 1}, oracle.EveryConvergence, oracle.Fail, oracle.Diverged, mid,
-			fmt.Sprintf("after step %d: 1 key differs: key:1", mid)},
-		{"healed divergence, end only", behaviour{healAt: mid + 1}, oracle.End, oracle.Pass, "", 0, ""},
+			fmt.Sprintf("after step %d: 1 key differs: key:1", mid), "pass"},
+		{"healed divergence, end only", behaviour{healAt: mid + 1}, oracle.End, oracle.Pass, "", 0, "", ""},
 		{"lost write", behaviour{lose: true}, oracle.EveryConvergence, oracle.Fail, oracle.LostWrite, mid,
-			fmt.Sprintf("after step %d: 2 acknowledged writes lost: key:1 on replica 0 (acknowledged %q, holds \"lost\")", mid, s.ID)},
-		{"lost write, end only", behaviour{lose: true}, oracle.End, oracle.Fail, oracle.LostWrite, 0, "3 acknowledged writes lost: key:1"},
-		{"alarm", behaviour{alarmAt: 1}, oracle.End, oracle.Fail, oracle.SelfCheck, 1, "after step 1: the system's own check: replica 0: digest mismatches: 2"},
+			fmt.Sprintf("after step %d: 2 acknowledged writes lost: key:1 on replica 0 (acknowledged %q, holds \"lost\")", mid, s.ID), "fail: 3 acknowledged writes lost"},
+		{"lost write, end only", behaviour{lose: true}, oracle.End, oracle.Fail, oracle.LostWrite, 0, "3 acknowledged writes lost: key:1", ""},
+		{"alarm", behaviour{alarmAt: 1}, oracle.End, oracle.Fail, oracle.SelfCheck, 1, "after step 1: the system's own check: replica 0: digest mismatches: 2", "pass"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,9 +451,9 @@ func TestRunChecks(t *testing.T) {
 			}
 			sys.check()
 			r := recordsByID(t, dir)[s.ID]
-			if r.Verdict != tt.want || r.Class != tt.class || r.Step != tt.step || !strings.HasPrefix(r.Detail, tt.detail) {
-				t.Errorf("record: %s class %q step %d %q; want %s class %q step %d %q...; calls: %s",
-					r.Verdict, r.Class, r.Step, r.Detail, tt.want, tt.class, tt.step, tt.detail, sys.callsOf(s.ID))
+			if r.Verdict != tt.want || r.Class != tt.class || r.Step != tt.step || !strings.HasPrefix(r.Detail, tt.detail) || !strings.HasPrefix(r.AtEnd, tt.atEnd) || (tt.atEnd == "") != (r.AtEnd == "") {
+				t.Errorf("record: %s class %q step %d %q at end %q; want %s class %q step %d %q... at end %q...; calls: %s",
+					r.Verdict, r.Class, r.Step, r.Detail, r.AtEnd, tt.want, tt.class, tt.step, tt.detail, tt.atEnd, sys.callsOf(s.ID))
 			}
 		})
 	}

@@ -81,6 +81,9 @@ type Record struct {
 	// seen, 0 for the end of the schedule.
 	Class oracle.Class `json:"class,omitempty"`
 	Step  int          `json:"step,omitempty"`
+	// AtEnd, for a schedule that failed before its end, is what the end alone showed: its
+	// verdict and detail ("pass" when a later step healed the failure).
+	AtEnd string `json:"at_end,omitempty"`
 	// Observations are what the plugin observed after each step, for explaining verdicts.
 	Observations  []StepObservations `json:"observations,omitempty"`
 	Plugin        string             `json:"plugin"`

@@ -352,7 +352,14 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	}
 	p.step, p.actions, p.writes = step.Index, nil, nil
 	err = p.apply(ctx, &enabled[k]) // the model's own, with what the text leaves implicit
-	report := cem.StepReport{Actions: p.actions, Writes: p.writes}
+	report := cem.StepReport{Writes: p.writes}
+	if err == nil {
+		report.Observations = p.observe(ctx)
+		if enabled[k].Kind == aem.Convergence {
+			report.Alarms = p.selfCheck(ctx)
+		}
+	}
+	report.Actions = p.actions
 	p.actions, p.writes = nil, nil
 	if err != nil {
 		// Part of the step may have happened: later steps would realise something else.
@@ -387,6 +394,60 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 		return p.eng.(*quorumEngine).loseWrite(ctx)
 	}
 	return nil
+}
+
+// observe asks the system what it sees of every running, unsuspended replica.
+func (p *Plugin) observe(ctx context.Context) []cem.Observation {
+	o, ok := p.sys.(Observer)
+	if !ok {
+		return nil
+	}
+	var obs []cem.Observation
+	for a := range p.conc {
+		r := p.replica(a)
+		if !r.running() || r.suspended {
+			continue
+		}
+		var fields map[string]string
+		err := p.call(ctx, "observe "+r.Name, func(ctx context.Context) (err error) {
+			fields, err = o.Observe(ctx, p.c, r)
+			return err
+		})
+		if err != nil {
+			fields = map[string]string{"error": err.Error()}
+		}
+		obs = append(obs, cem.Observation{Replica: a, Fields: fields})
+	}
+	return obs
+}
+
+// selfCheck runs the system's own check on every online replica. A check that cannot be made
+// is recorded as an action, not an alarm: the alarm is the system's to raise.
+func (p *Plugin) selfCheck(ctx context.Context) []cem.Alarm {
+	sc, ok := p.sys.(SelfChecker)
+	if !ok {
+		return nil
+	}
+	var alarms []cem.Alarm
+	for a, on := range p.state.On {
+		r := p.replica(a)
+		if !on || !r.running() || r.suspended {
+			continue
+		}
+		var problem string
+		err := p.call(ctx, "self-check "+r.Name, func(ctx context.Context) (err error) {
+			problem, err = sc.SelfCheck(ctx, r)
+			return err
+		})
+		switch {
+		case err != nil:
+			p.act(r, "self-check not made: %v", err)
+		case problem != "":
+			p.act(r, "self-check: %s", problem)
+			alarms = append(alarms, cem.Alarm{Replica: a, What: problem})
+		}
+	}
+	return alarms
 }
 
 // Read returns every replica's data, by abstract replica. A replica that is down or suspended

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/modulo-testing/modulo/cem/kit"
+)
+
+// syncLines are the lines a follower logs (Learner.syncWithLeader) for each way the leader
+// can bring it in sync: a diff of proposals, a snapshot of the whole tree, or a truncation of
+// its log to the leader's last zxid (which may then be followed by a diff).
+var syncLines = []struct{ text, kind string }{
+	{"Getting a diff from the leader", "DIFF"},
+	{"Getting a snapshot from leader", "SNAP"},
+	{"Truncating log to get in sync with the leader", "TRUNC"},
+}
+
+// Observe says the replica's mode, its epoch and zxid (srvr), and how it was synced since the
+// last observation, read from the new lines of its log.
+func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
+	fields := map[string]string{}
+	sync, err := s.newSyncs(r)
+	if err != nil {
+		return nil, err
+	}
+	if sync != "" {
+		fields[kit.ObserveSync] = sync
+	}
+	st, err := srvr(ctx, r.Addr(0))
+	switch {
+	case err != nil:
+		fields["srvr"] = err.Error()
+	case !st.Serving:
+		fields[kit.ObserveRole] = "not serving"
+	default:
+		fields[kit.ObserveRole] = st.Mode
+		fields[kit.ObserveEpoch] = strconv.FormatInt(st.Zxid>>32, 10)
+		fields[kit.ObservePosition] = zxidString(st.Zxid)
+	}
+	return fields, nil
+}
+
+// newSyncs reads r's log from where the last call stopped and names the syncs it logged, in
+// order ("TRUNC,DIFF").
+func (s *system) newSyncs(r *kit.Replica) (string, error) {
+	f, err := os.Open(r.LogPath())
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Seek(s.logSeen[r.Index], io.SeekStart); err != nil {
+		return "", err
+	}
+	var kinds []string
+	br := bufio.NewReader(f)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break // a line still being written is read whole next time
+		}
+		s.logSeen[r.Index] += int64(len(line))
+		for _, l := range syncLines {
+			if strings.Contains(line, l.text) {
+				kinds = append(kinds, l.kind)
+			}
+		}
+	}
+	return strings.Join(kinds, ","), nil
+}
+
+// SelfCheck reads the count of digest mismatches that the server found between its data tree
+// and the digests the leader sent with each transaction (zk_digest_mismatches_count in mntr,
+// ZooKeeper 3.6 and later with digest.enabled, the default).
+func (s *system) SelfCheck(ctx context.Context, r *kit.Replica) (string, error) {
+	m, err := mntr(ctx, r.Addr(0))
+	if err != nil {
+		return "", err
+	}
+	n, ok := m["zk_digest_mismatches_count"]
+	if !ok || n == "0" {
+		return "", nil
+	}
+	return fmt.Sprintf("zk_digest_mismatches_count = %s", n), nil
+}
