@@ -38,6 +38,16 @@ func (e *UnknownScheduleError) Error() string {
 	return fmt.Sprintf("%s: no schedule %s was recorded ('modulo results %s' lists those that did not pass)", e.Dir, e.ID, e.Dir)
 }
 
+// Recorded returns the campaign's latest record of the schedule; ok is false for a shrunk
+// schedule, which the campaign did not run.
+func (t *Target) Recorded() (results.Record, bool) {
+	i := slices.IndexFunc(t.Summary.Latest, func(r results.Record) bool { return r.ID == t.Schedule.ID })
+	if i < 0 {
+		return results.Record{}, false
+	}
+	return t.Summary.Latest[i], true
+}
+
 // IsBadTarget tells whether err from Find is the user's to fix: the directory holds no
 // campaign, or the campaign no such schedule.
 func IsBadTarget(err error) bool {

@@ -108,7 +108,6 @@ func (s *Summary) Label(r Record) string {
 	return string(r.Verdict)
 }
 
-// Counts counts the holding records by label: the verdicts, and the failures labelled flaky.
 // Counts counts the holding records by label.
 type Counts struct {
 	oracle.Tally
@@ -189,8 +188,16 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	done := s.Done()
 	fmt.Fprintf(tw, "done\t%d of %d schedules (%s)\n", done, s.Total, share(done, s.Total))
+	check := string(c.Check)
+	if check == "" {
+		check = string(oracle.End) + " (the campaign predates the setting)"
+	}
+	fmt.Fprintf(tw, "check\t%s\n", check)
 	n := s.Counts()
 	fmt.Fprintf(tw, "verdicts\tpass %d, fail %d, flaky %d, incomplete %d, error %d\n", n.Pass, n.Fail, n.Flaky, n.Incomplete, n.Error)
+	if classes := s.Classes(); classes != "" {
+		fmt.Fprintf(tw, "failed\t%s\n", classes)
+	}
 	if ds := s.Durations(); len(ds) > 0 {
 		fmt.Fprintf(tw, "time\tmedian %v, p90 %v per schedule\n",
 			Percentile(ds, 0.5).Round(time.Millisecond), Percentile(ds, 0.9).Round(time.Millisecond))
@@ -214,9 +221,49 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if sh, ok := s.Shrunk[r.ID]; ok {
 			shrunk = fmt.Sprintf("%s (%d steps, %s)", sh.Smallest.ID, sh.Smallest.Steps, sh.Rate())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, s.Label(r), replayed, shrunk, OneLine(r.Detail))
+		label := s.Label(r)
+		if r.Class != "" {
+			label += " (" + string(r.Class) + ")"
+		}
+		detail := OneLine(r.Detail)
+		if r.AtEnd != "" {
+			detail += " [at the end: " + OneLine(r.AtEnd) + "]"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
 	}
 	return tw.Flush()
+}
+
+// Classes counts the failed schedules by the check they failed, and says how many of them the
+// end alone would have passed: "divergence 3 (2 healed by the end), lost-write 1"; empty
+// when none failed.
+func (s *Summary) Classes() string {
+	count, healed := map[oracle.Class]int{}, map[oracle.Class]int{}
+	for _, r := range s.Latest {
+		if s.Label(r) != string(oracle.Fail) {
+			continue
+		}
+		class := r.Class
+		if class == "" {
+			class = oracle.Diverged // records older than the classes knew only divergence
+		}
+		count[class]++
+		if r.AtEnd == string(oracle.Pass) || strings.HasPrefix(r.AtEnd, string(oracle.Pass)+":") {
+			healed[class]++
+		}
+	}
+	var parts []string
+	for _, class := range []oracle.Class{oracle.Diverged, oracle.LostWrite, oracle.SelfCheck} {
+		if count[class] == 0 {
+			continue
+		}
+		part := fmt.Sprintf("%s %d", class, count[class])
+		if healed[class] > 0 {
+			part += fmt.Sprintf(" (%d healed by the end)", healed[class])
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // OneLine joins the lines of text with "; ", for a column.

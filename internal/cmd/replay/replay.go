@@ -73,6 +73,26 @@ or not made, 0 when every run passed, 2 on bad input.`,
 	return cmd
 }
 
+// explainDifferences prints, for every run whose verdict differs from the recorded one, the
+// first observation in which it differs from the recorded run: why the verdict changed.
+func explainDifferences(out io.Writer, t *rerun.Target, recs []results.Record) {
+	recorded, ok := t.Recorded()
+	if !ok || len(recorded.Observations) == 0 {
+		return
+	}
+	for k, r := range recs {
+		if r.Verdict == recorded.Verdict && r.Class == recorded.Class {
+			continue
+		}
+		name := fmt.Sprintf("run %d", k+1)
+		d := results.FirstDifference(recorded.Observations, r.Observations, "the recorded run", name)
+		if d == "" {
+			d = "every observation is the same as in the recorded run"
+		}
+		fmt.Fprintf(out, "%s: %s, not %s: %s\n", name, r.Verdict, recorded.Verdict, d)
+	}
+}
+
 // Run replays the schedule opts name.
 func Run(opts *Options) error {
 	if opts.Repeat < 1 {
@@ -113,6 +133,7 @@ func Run(opts *Options) error {
 			line += ": flaky, not a bug until it fails again"
 		}
 		fmt.Fprintln(opts.Out, line)
+		explainDifferences(opts.Out, t, res.Records)
 	}
 	if res.Interrupted {
 		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", len(res.Records), opts.Repeat)
