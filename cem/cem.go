@@ -75,7 +75,7 @@ type StepReport struct {
 	Writes []Write
 	// Observations say, per replica, what the plugin observed after the step: who leads and in
 	// which term, each replica's position, how it was resynced. Fields are the plugin's own
-	// (kit.ObserveKeys lists the common ones); they explain verdicts and replays.
+	// (the Observe constants name the common ones); they explain verdicts and replays.
 	Observations []Observation
 	// Alarms are problems that the system's own checks report after the step (ZooKeeper's
 	// digest mismatches): each makes the schedule fail.
@@ -97,6 +97,15 @@ type Observation struct {
 	Replica int               `json:"replica"`
 	Fields  map[string]string `json:"fields"`
 }
+
+// The field names that observations share across systems, so that reports and replays line
+// them up; a plugin adds fields of its own as it likes.
+const (
+	ObserveRole     = "role"     // leader, follower, primary, replica...
+	ObserveEpoch    = "epoch"    // the leader's epoch or term, as the replica knows it
+	ObservePosition = "position" // the replica's position in the replicated log
+	ObserveSync     = "sync"     // how the replica was resynced since the last observation
+)
 
 // Alarm is a problem that the system's own check reports on a replica (by abstract index).
 type Alarm struct {

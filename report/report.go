@@ -322,7 +322,7 @@ func (f *failure) draw(dir string, h schedules.Header) {
 		return
 	}
 	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), folder.Detail
-	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions); err != nil {
+	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record.Observations); err != nil {
 		f.Problem = err.Error()
 	}
 	if folder.Snapshot != nil {

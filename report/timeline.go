@@ -2,10 +2,12 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -55,8 +57,8 @@ const (
 )
 
 // newTimeline draws schedule s of header h; actions are the concrete actions the plugin took,
-// by step, as far as the run got.
-func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.StepActions) (*timeline, error) {
+// by step, as far as the run got, and obs what it observed after each step.
+func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.StepActions, obs []results.StepObservations) (*timeline, error) {
 	g, err := aem.NewGraph(h.DRM.Model, h.Params)
 	if err != nil {
 		return nil, err
@@ -86,6 +88,12 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 			if j > 0 {
 				c.Events = events(&s.Steps[j-1], &states[j-1], &st, i)
 				acts = replicaActions(actions, j-1, i)
+				if o := observed(obs, j-1, i); o != nil {
+					if sync := o[cem.ObserveSync]; sync != "" {
+						c.Events = append(c.Events, "sync "+sync)
+					}
+					acts = append(acts, "observed: "+fieldsText(o))
+				}
 			}
 			c.Note = note(&st, i)
 			c.Title = fmt.Sprintf("replica %d after %s: %s, %s", i, strings.ToLower(tl.Columns[j].Label), c.State, c.Note)
@@ -100,6 +108,30 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 		tl.Rows = append(tl.Rows, r)
 	}
 	return tl, nil
+}
+
+// observed returns what the plugin observed of replica i after step, or nil.
+func observed(obs []results.StepObservations, step, i int) map[string]string {
+	for _, so := range obs {
+		if so.Step != step {
+			continue
+		}
+		for _, o := range so.Replicas {
+			if o.Replica == i {
+				return o.Fields
+			}
+		}
+	}
+	return nil
+}
+
+// fieldsText renders an observation's fields sorted by name: "epoch=3 role=leader".
+func fieldsText(fields map[string]string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		parts = append(parts, k+"="+fields[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 func onlineState(s *aem.State, i int) string {

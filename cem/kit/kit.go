@@ -166,19 +166,11 @@ type LinkPolicy interface {
 // was resynced since the last observation (from its log, say). The kit calls Observe on every
 // running, unsuspended replica after every step; the fields go into the schedule's record and
 // explain its verdict, and replay compares them between runs. Observing must change nothing
-// (read-only status commands, logs). An error is recorded as the field "error".
+// (read-only status commands, logs). An error is recorded as the field "error". The cem.Observe
+// constants name the fields systems share.
 type Observer interface {
 	Observe(ctx context.Context, c *Cluster, r *Replica) (map[string]string, error)
 }
-
-// ObserveKeys are the field names that observations share across systems, so that reports and
-// replays line them up; a system adds fields of its own as it likes.
-const (
-	ObserveRole     = "role"     // leader, follower, primary, replica...
-	ObserveEpoch    = "epoch"    // the leader's epoch or term, as the replica knows it
-	ObservePosition = "position" // the replica's position in the replicated log
-	ObserveSync     = "sync"     // how the replica was resynced since the last observation
-)
 
 // SelfChecker is implemented by a system with a consistency check of its own (ZooKeeper
 // digests its data tree). The kit calls SelfCheck on every online replica after every

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
@@ -30,18 +31,18 @@ func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (m
 		return nil, err
 	}
 	if sync != "" {
-		fields[kit.ObserveSync] = sync
+		fields[cem.ObserveSync] = sync
 	}
 	st, err := srvr(ctx, r.Addr(0))
 	switch {
 	case err != nil:
 		fields["srvr"] = err.Error()
 	case !st.Serving:
-		fields[kit.ObserveRole] = "not serving"
+		fields[cem.ObserveRole] = "not serving"
 	default:
-		fields[kit.ObserveRole] = st.Mode
-		fields[kit.ObserveEpoch] = strconv.FormatInt(st.Zxid>>32, 10)
-		fields[kit.ObservePosition] = zxidString(st.Zxid)
+		fields[cem.ObserveRole] = st.Mode
+		fields[cem.ObserveEpoch] = strconv.FormatInt(st.Zxid>>32, 10)
+		fields[cem.ObservePosition] = zxidString(st.Zxid)
 	}
 	return fields, nil
 }
