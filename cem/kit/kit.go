@@ -27,10 +27,16 @@
 package kit
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -198,6 +204,38 @@ type Cluster struct {
 	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
 	Replicas []*Replica      // by concrete index
 	p        *Plugin
+	logRead  map[int]int64 // how far NewLogLines has read each replica's log
+}
+
+// NewLogLines returns the whole lines that replica r's server has logged since the last call
+// (since the cluster started, the first time): an Observer reads how a replica was resynced
+// from them.
+func (c *Cluster) NewLogLines(r *Replica) ([]string, error) {
+	f, err := os.Open(r.LogPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if c.logRead == nil {
+		c.logRead = map[int]int64{}
+	}
+	if _, err := f.Seek(c.logRead[r.Index], io.SeekStart); err != nil {
+		return nil, err
+	}
+	var lines []string
+	br := bufio.NewReader(f)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break // a line still being written is read whole next time
+		}
+		c.logRead[r.Index] += int64(len(line))
+		lines = append(lines, strings.TrimSuffix(line, "\n"))
+	}
+	return lines, nil
 }
 
 // Await polls cond until it holds, within the step timeout, for a system's hook that must wait
@@ -216,6 +254,24 @@ func (c *Cluster) Record(r *Replica, format string, args ...any) {
 // Divergences is how many divergences the schedule has taken so far, the one being realised
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
 func (c *Cluster) Divergences() int { return c.p.divergences }
+
+// LineKind names the log lines that contain Text.
+type LineKind struct{ Text, Kind string }
+
+// Kinds returns the kinds of the lines that match one of kinds, in order, joined with ","
+// ("TRUNC,DIFF"), or "" when none does: an Observer's sync field from NewLogLines.
+func Kinds(lines []string, kinds []LineKind) string {
+	var found []string
+	for _, line := range lines {
+		for _, k := range kinds {
+			if strings.Contains(line, k.Text) {
+				found = append(found, k.Kind)
+				break
+			}
+		}
+	}
+	return strings.Join(found, ",")
+}
 
 // Replica is one server of the cluster.
 type Replica struct {

@@ -25,10 +25,9 @@ func main() { kit.Serve(about, &system{}) }
 // system is how the kit runs and talks to one ZooKeeper server.
 type system struct {
 	cfg       Config
-	in        *install      // found by Prepare
-	log4jFile string        // the cluster's log4j.properties
-	cdsFlags  []string      // start servers with the AppCDS archive
-	logSeen   map[int]int64 // how far Observe has read each replica's log
+	in        *install // found by Prepare
+	log4jFile string   // the cluster's log4j.properties
+	cdsFlags  []string // start servers with the AppCDS archive
 }
 
 func (s *system) Configure(decode func(any) error) error {
@@ -55,7 +54,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	if err != nil {
 		return err
 	}
-	s.in, s.logSeen = in, map[int]int64{}
+	s.in = in
 	s.log4jFile = filepath.Join(c.Spec.Dir, "log4j.properties")
 	if err := os.WriteFile(s.log4jFile, []byte(log4jProperties), 0o644); err != nil {
 		return err

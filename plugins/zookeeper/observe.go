@@ -1,13 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
-	"strings"
 
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
@@ -16,21 +12,21 @@ import (
 // syncLines are the lines a follower logs (Learner.syncWithLeader) for each way the leader
 // can bring it in sync: a diff of proposals, a snapshot of the whole tree, or a truncation of
 // its log to the leader's last zxid (which may then be followed by a diff).
-var syncLines = []struct{ text, kind string }{
-	{"Getting a diff from the leader", "DIFF"},
-	{"Getting a snapshot from leader", "SNAP"},
-	{"Truncating log to get in sync with the leader", "TRUNC"},
+var syncLines = []kit.LineKind{
+	{Text: "Getting a diff from the leader", Kind: "DIFF"},
+	{Text: "Getting a snapshot from leader", Kind: "SNAP"},
+	{Text: "Truncating log to get in sync with the leader", Kind: "TRUNC"},
 }
 
 // Observe says the replica's mode, its epoch and zxid (srvr), and how it was synced since the
 // last observation, read from the new lines of its log.
-func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
+func (s *system) Observe(ctx context.Context, c *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	fields := map[string]string{}
-	sync, err := s.newSyncs(r)
+	lines, err := c.NewLogLines(r)
 	if err != nil {
 		return nil, err
 	}
-	if sync != "" {
+	if sync := kit.Kinds(lines, syncLines); sync != "" {
 		fields[cem.ObserveSync] = sync
 	}
 	st, err := srvr(ctx, r.Addr(0))
@@ -45,37 +41,6 @@ func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (m
 		fields[cem.ObservePosition] = zxidString(st.Zxid)
 	}
 	return fields, nil
-}
-
-// newSyncs reads r's log from where the last call stopped and names the syncs it logged, in
-// order ("TRUNC,DIFF").
-func (s *system) newSyncs(r *kit.Replica) (string, error) {
-	f, err := os.Open(r.LogPath())
-	if os.IsNotExist(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if _, err := f.Seek(s.logSeen[r.Index], io.SeekStart); err != nil {
-		return "", err
-	}
-	var kinds []string
-	br := bufio.NewReader(f)
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			break // a line still being written is read whole next time
-		}
-		s.logSeen[r.Index] += int64(len(line))
-		for _, l := range syncLines {
-			if strings.Contains(line, l.text) {
-				kinds = append(kinds, l.kind)
-			}
-		}
-	}
-	return strings.Join(kinds, ","), nil
 }
 
 // SelfCheck reads the count of digest mismatches that the server found between its data tree

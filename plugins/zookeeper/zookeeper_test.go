@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,4 +250,51 @@ func hasMinorityWrite(sc schedules.Schedule, n int) bool {
 		}
 	}
 	return false
+}
+
+// TestTruncationSeenAfterItsConvergence: the convergence failure of TestSchedules shows as soon
+// as the convergence that causes it (C[0,2], step 4) has settled, between the replicas online
+// then, and the step's observations say how: replica 2 was told to truncate its log.
+func TestTruncationSeenAfterItsConvergence(t *testing.T) {
+	const body = "D[0,0,1] C[0,1] D[0,1,0] C[0,2] C[1]"
+	params := aem.Params{Ops: 2, Replicas: 3}
+	i := slices.IndexFunc(qczSchedules(t, params.Ops, params.Replicas), func(sc schedules.Schedule) bool { return string(schedules.Body(sc.Steps)) == body })
+	if i < 0 {
+		t.Fatalf("no schedule %s", body)
+	}
+	sc := qczSchedules(t, params.Ops, params.Replicas)[i]
+	p := kit.New(about, &system{})
+	start(t, p, testSpec(t, params, sc.ID, nil))
+	ctx := context.Background()
+	d, err := drms.Lookup("qcz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := d.Model
+	state := model.Init(params)
+	var sync string
+	for i, tr := range sc.Steps[:4] {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, tr, err)
+		}
+		state = model.Apply(params, &state, &tr)
+		for _, o := range rep.Observations {
+			if i == 3 && o.Replica == 2 {
+				sync = o.Fields[cem.ObserveSync]
+			}
+		}
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	div := oracle.CompareGroups(snap, oracle.Promised(&state))
+	if div.Converged() || len(div.Keys) != 1 || div.Keys[0].Key != "k1.1" {
+		t.Fatalf("after step 4: %s; want replicas 0 and 2 to differ on k1.1", div.Line())
+	}
+	if !strings.Contains(sync, "TRUNC") {
+		t.Errorf("replica 2's observed sync after step 4 is %q, want a TRUNC", sync)
+	}
+	t.Logf("after step 4: %s; replica 2 synced by %s", div.Line(), sync)
 }
