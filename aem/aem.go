@@ -97,13 +97,18 @@ type Params struct {
 // cluster could run. At least two replicas and one write make a schedule.
 const MaxReplicas = 16
 
+// MaxOps bounds the write count: Q/C/Z with 3 replicas already has about 2.9e17 schedules at
+// 16 writes, near what a count can hold, and a header asking for more (ops: 1000) would have
+// the enumeration allocate until the process dies.
+const MaxOps = 16
+
 // Validate reports parameters that no model accepts.
 func (p Params) Validate() error {
 	if p.Replicas < 2 || p.Replicas > MaxReplicas {
 		return fmt.Errorf("replicas must be between 2 and %d, got %d", MaxReplicas, p.Replicas)
 	}
-	if p.Ops < 1 {
-		return fmt.Errorf("ops must be at least 1, got %d", p.Ops)
+	if p.Ops < 1 || p.Ops > MaxOps {
+		return fmt.Errorf("ops must be between 1 and %d, got %d", MaxOps, p.Ops)
 	}
 	return nil
 }

@@ -154,7 +154,8 @@ func TestParamsValidate(t *testing.T) {
 	}{
 		{Params{Ops: 1, Replicas: 0}, "replicas must be between 2 and 16, got 0"},
 		{Params{Ops: 1, Replicas: 17}, "replicas must be between 2 and 16, got 17"},
-		{Params{Ops: -1, Replicas: 3}, "ops must be at least 1, got -1"},
+		{Params{Ops: -1, Replicas: 3}, "ops must be between 1 and 16, got -1"},
+		{Params{Ops: 1000, Replicas: 3}, "ops must be between 1 and 16, got 1000"},
 		{Params{Ops: 1, Replicas: 2}, ""},
 	}
 	for _, tt := range tests {

@@ -138,6 +138,9 @@ func Open(dir string, c Campaign) (*Store, error) {
 	case prev.ScheduleSHA256 != "" && c.ScheduleSHA256 != "" && prev.ScheduleSHA256 != c.ScheduleSHA256:
 		return nil, fmt.Errorf("%s: %w: it ran %s (SHA-256 %s), not %s (SHA-256 %s)%s; choose another results directory",
 			dir, ErrOtherCampaign, prev.ScheduleFile, prev.ScheduleSHA256, c.ScheduleFile, c.ScheduleSHA256, changedModel(c.DRM))
+	case configDiffers(prev, c) != "":
+		return nil, fmt.Errorf("%s: %w: it ran with %s; run with the campaign's configuration, or choose another results directory",
+			dir, ErrOtherCampaign, configDiffers(prev, c))
 	default:
 		c.Resumed, c.Started = c.Started, prev.Started
 	}
@@ -182,6 +185,28 @@ func Open(dir string, c Campaign) (*Store, error) {
 		return nil, fmt.Errorf("write %s: %w", campaignPath, err)
 	}
 	return s, nil
+}
+
+// configDiffers says how c's configuration differs from the one campaign prev ran with, or
+// "": a campaign's verdicts, and the replays that relabel them, mean something only under one
+// plugin, server, plugin configuration (its preset included) and check. A campaign older than
+// the check setting was judged at the end.
+func configDiffers(prev, c Campaign) string {
+	prevCheck := prev.Check
+	if prevCheck == "" {
+		prevCheck = oracle.End
+	}
+	switch {
+	case prev.Plugin != c.Plugin:
+		return fmt.Sprintf("plugin %s, not %s", prev.Plugin, c.Plugin)
+	case prev.ServerVersion != c.ServerVersion:
+		return fmt.Sprintf("server %s, not %s", prev.ServerVersion, c.ServerVersion)
+	case prev.PluginConfig != c.PluginConfig:
+		return fmt.Sprintf("plugin configuration %q, not %q", OneLine(prev.PluginConfig), OneLine(c.PluginConfig))
+	case c.Check != "" && prevCheck != c.Check:
+		return fmt.Sprintf("check = %q, not %q", prevCheck, c.Check)
+	}
+	return ""
 }
 
 // changedModel explains, for a DRM whose model changed (drms.DRM.Changed), why a file

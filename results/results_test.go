@@ -252,6 +252,11 @@ func TestOpenOtherCampaign(t *testing.T) {
 	}
 	fourReplicas := campaign
 	fourReplicas.Replicas = 4
+	with := func(change func(c *results.Campaign)) results.Campaign {
+		c := campaign
+		change(&c)
+		return c
+	}
 	tests := []struct {
 		name        string
 		first, then results.Campaign
@@ -264,6 +269,20 @@ func TestOpenOtherCampaign(t *testing.T) {
 		{"S/CL/R file from before the model's correction", withFile("sclr", "x.sched", "aaaa"), withFile("sclr", "x.sched", "bbbb"),
 			": results directory holds another campaign: it ran x.sched (SHA-256 aaaa), not x.sched (SHA-256 bbbb) (S/CL/R schedules and their IDs changed on 2026-11-23, when the model was corrected to the reference generator's: a campaign of an older S/CL/R file cannot go on with a file generated since); choose another results directory"},
 	}
+	tests = append(tests, []struct {
+		name        string
+		first, then results.Campaign
+		want        string
+	}{
+		{"another server", campaign, with(func(c *results.Campaign) { c.ServerVersion = "7.2.4" }),
+			`: results directory holds another campaign: it ran with server ` + campaign.ServerVersion + `, not 7.2.4; run with the campaign's configuration, or choose another results directory`},
+		{"another plugin configuration", with(func(c *results.Campaign) { c.PluginConfig = "break_realisation = \"skip-relink\"\n" }), campaign,
+			`: results directory holds another campaign: it ran with plugin configuration "break_realisation = \"skip-relink\"", not ""; run with the campaign's configuration, or choose another results directory`},
+		{"another check", with(func(c *results.Campaign) { c.Check = oracle.End }), with(func(c *results.Campaign) { c.Check = oracle.EveryConvergence }),
+			`: results directory holds another campaign: it ran with check = "end", not "every-convergence"; run with the campaign's configuration, or choose another results directory`},
+		{"a campaign from before the check setting", campaign, with(func(c *results.Campaign) { c.Check = oracle.EveryConvergence }),
+			`: results directory holds another campaign: it ran with check = "end", not "every-convergence"; run with the campaign's configuration, or choose another results directory`},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -115,6 +115,11 @@ func Parse(data []byte, name string) (Config, error) {
 	if _, err := toml.Decode(string(data), &tables); err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	// TOML reads an integer into a duration as nanoseconds: "step_timeout = 30" would give
+	// every step 30 ns.
+	if v, ok := tables[keyStepTimeout].(int64); ok {
+		return Config{}, fmt.Errorf("%s: %s must be a duration with its unit, such as \"30s\" or \"2m\", got the integer %d", name, keyStepTimeout, v)
+	}
 	for _, p := range plugins {
 		v, ok := tables[p]
 		if !ok {

@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 		{name: "no drm", opts: Options{}, wantErr: "--drm is required (one of qce, qcm, qcz, sclr, slr, ssr)", wantCode: 2},
 		{name: "unknown drm", opts: Options{DRM: "raft"}, wantErr: `unknown DRM "raft" (known: qce, qcm, qcz, sclr, slr, ssr)`, wantCode: 2},
 		{name: "zero replicas", opts: Options{DRM: "qcz", Replicas: intp(0)}, wantErr: "qcz: replicas must be between 2 and 16, got 0", wantCode: 2},
-		{name: "negative ops", opts: Options{DRM: "qcz", Ops: intp(-1)}, wantErr: "qcz: ops must be at least 1, got -1", wantCode: 2},
+		{name: "negative ops", opts: Options{DRM: "qcz", Ops: intp(-1)}, wantErr: "qcz: ops must be between 1 and 16, got -1", wantCode: 2},
 		{name: "enormous", opts: Options{DRM: "qcz", Ops: intp(6), Replicas: intp(3)}, wantErr: "qcz with ops=6 replicas=3 has 2236607 schedules; pass --limit N to write the first N, or --force to write them all", wantCode: 2},
 	}
 	for _, tt := range tests {
