@@ -67,6 +67,9 @@ type Campaign struct {
 	// Progress, when set, is called with the counts so far after every verdict, skipped
 	// schedules included. Calls never overlap.
 	Progress func(Summary)
+	// Retry lists the verdicts of earlier runs whose schedules run again, their new records
+	// appended after the old ones (errors always run again).
+	Retry []oracle.Verdict
 	// Check says when a schedule is judged: after every convergence step and at the end
 	// (oracle.EveryConvergence, the default), or at the end only (oracle.End).
 	Check oracle.Check
@@ -189,7 +192,7 @@ func (r *run) feed(ctx context.Context, jobs chan<- schedules.Schedule) error {
 		if err != nil {
 			return err
 		}
-		if v, ok := r.c.Store.Recorded(s.ID); ok {
+		if v, ok := r.c.Store.Recorded(s.ID); ok && !slices.Contains(r.c.Retry, v) {
 			r.count(v, true)
 			continue
 		}

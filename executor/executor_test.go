@@ -460,3 +460,35 @@ func TestRunChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRetry: a campaign resumed with Retry runs again the schedules of those verdicts and
+// appends their new records; the others stay skipped.
+func TestRunRetry(t *testing.T) {
+	h, all := readSchedules(t)
+	dir := t.TempDir()
+	st := openStore(t, dir, h)
+	verdicts := []oracle.Verdict{oracle.Incomplete, oracle.Fail, oracle.Pass}
+	for i, v := range verdicts {
+		if err := st.Append(results.Record{ID: all[i].ID, DRM: "ssr", Verdict: v, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sys := newFakeSystem(t, 10)
+	c := campaign(t, sys, st, h, all[:3], 1)
+	c.Retry = []oracle.Verdict{oracle.Incomplete}
+	sum, err := executor.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if sum.Skipped != 2 || sum.Ran() != 1 || sys.callsOf(all[0].ID) == "" || sys.callsOf(all[1].ID) != "" {
+		t.Errorf("summary %+v; calls for the incomplete one: %q, for the fail: %q", sum, sys.callsOf(all[0].ID), sys.callsOf(all[1].ID))
+	}
+	recs, err := results.ReadRecords(filepath.Join(dir, results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 || recs[0].Verdict != oracle.Incomplete || recs[3].ID != all[0].ID || recs[3].Verdict != oracle.Pass {
+		t.Errorf("records %+v: want the three old ones, then the rerun's pass", recs)
+	}
+}

@@ -44,8 +44,23 @@ type Options struct {
 	// Preset, when set, names a preset of the plugin's settings: it becomes the preset key of
 	// the plugin's table, over the configuration file's.
 	Preset string
+	// Retry lists the recorded verdicts whose schedules run again (incomplete, fail, pass).
+	Retry []string
 
 	config.Overrides
+}
+
+// retryVerdicts reads --retry.
+func retryVerdicts(names []string) ([]oracle.Verdict, error) {
+	var vs []oracle.Verdict
+	for _, n := range names {
+		v := oracle.Verdict(n)
+		if v != oracle.Incomplete && v != oracle.Fail && v != oracle.Pass {
+			return nil, fmt.Errorf("--retry takes incomplete, fail or pass (errors always run again), not %q", n)
+		}
+		vs = append(vs, v)
+	}
+	return vs, nil
 }
 
 // NewCmd returns the run command; runF replaces Run in tests.
@@ -77,8 +92,10 @@ the directory <results>/work/w<k>.
 Results go to <results_dir>/<schedule file name>: campaign.json, records.jsonl (one record per
 schedule) and failures/<ID>/ for every schedule that did not pass (the schedule, the actions
 taken, each replica's data, the servers' logs and data). Running the same file again resumes:
-schedules recorded with the same DRM, plugin and server versions are skipped. Ctrl-C stops
-cleanly; schedules it cut short are run by the next run.
+schedules recorded with the same DRM, plugin and server versions are skipped, but errors;
+--retry incomplete,fail runs those verdicts again too, appending new records (the history is
+kept). A campaign is one configuration: resuming it with another server, plugin table, preset
+or --check is refused. Ctrl-C stops cleanly; schedules it cut short are run by the next run.
 
 The plugin binary, modulo-plugin-<name>, is looked up in plugin_dir, next to modulo, then on
 $PATH. Settings come from --config FILE, in TOML, with flags overriding it; every key has
@@ -98,7 +115,8 @@ error: N". The exit status is 0 when every schedule passed, 1 when any failed, 3
 failed but some were incomplete, errors or not run, 2 on bad input.`,
 		Example: `  modulo gen --drm ssr --ops 1 --replicas 3 -o ssr.sched
   modulo run ssr.sched --workers 2
-  modulo run ssr.sched --ids 9e00953181d87464,3f9a0c2d41b7e6a1`,
+  modulo run ssr.sched --ids 9e00953181d87464,3f9a0c2d41b7e6a1
+  modulo run ssr.sched --retry incomplete`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
@@ -140,6 +158,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
 	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
 	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
+	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
 }
@@ -151,6 +170,10 @@ func Run(opts *Options) error {
 	errOut := cmdutil.Stderr(opts.ErrOut)
 
 	cfg, err := config.LoadWith(opts.ConfigFile, opts.Overrides)
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	retry, err := retryVerdicts(opts.Retry)
 	if err != nil {
 		return cmdutil.Usage(err)
 	}
@@ -219,7 +242,7 @@ func Run(opts *Options) error {
 		Header: h, Next: next, Total: total, Info: info,
 		PluginConfig: cfg.Plugins[h.DRM.Plugin],
 		Launch:       launch, Store: store,
-		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check,
+		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check, Retry: retry,
 		Progress: prog.update,
 	})
 	prog.finish()
