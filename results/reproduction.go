@@ -82,7 +82,7 @@ func AppendReproduction(dir string, r Reproduction) error {
 // a campaign never replayed has none.
 func ReadReproductions(dir string) ([]Reproduction, error) {
 	var rs []Reproduction
-	_, err := readJSONL(filepath.Join(dir, ReproductionsFile), func(b []byte) error {
+	_, skipped, err := readJSONL(filepath.Join(dir, ReproductionsFile), func(b []byte) error {
 		var r Reproduction
 		if err := json.Unmarshal(b, &r); err != nil {
 			return err
@@ -95,6 +95,9 @@ func ReadReproductions(dir string) ([]Reproduction, error) {
 	}, "reproduction")
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
+	}
+	if err == nil && len(skipped) > 0 {
+		err = errors.New(skipped[0])
 	}
 	return rs, err
 }

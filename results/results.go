@@ -115,6 +115,9 @@ type Store struct {
 	// recorded holds the verdicts of the schedules recorded by the campaign's DRM, plugin and
 	// server versions, but for errors; a later record of an ID replaces an earlier one.
 	recorded map[string]oracle.Verdict
+	// Skipped says which lines of the records file were not records (a disk that corrupted
+	// one, a hand edit): they are left in the file and ignored, and their schedules run again.
+	Skipped []string
 }
 
 // Open opens or creates the results directory dir for campaign c. A directory holding the
@@ -160,7 +163,7 @@ func Open(dir string, c Campaign) (*Store, error) {
 		return nil, fmt.Errorf("lock %s: %w", recordsPath, err)
 	}
 	s := &Store{dir: dir, records: f, recorded: map[string]oracle.Verdict{}}
-	good, err := readRecords(recordsPath, func(r *Record) {
+	good, skipped, err := readRecords(recordsPath, func(r *Record) {
 		if r.DRM == c.DRM && r.Plugin == c.Plugin && r.PluginVersion == c.PluginVersion && r.ServerVersion == c.ServerVersion {
 			s.remember(r.ID, r.Verdict)
 		}
@@ -169,6 +172,7 @@ func Open(dir string, c Campaign) (*Store, error) {
 		f.Close()
 		return nil, err
 	}
+	s.Skipped = skipped
 	// Cut a torn last record off, so that the next one starts a line of its own.
 	if fi, err := f.Stat(); err != nil || fi.Size() != good {
 		if err := errors.Join(err, f.Truncate(good)); err != nil {
@@ -282,16 +286,27 @@ func ReadCampaign(path string) (Campaign, error) {
 	return c, nil
 }
 
-// ReadRecords reads every complete record of a records file, ignoring a torn last line.
+// ReadRecords reads every complete record of a records file, ignoring a torn last line and
+// failing on a line that is not a record.
 func ReadRecords(path string) ([]Record, error) {
-	var rs []Record
-	_, err := readRecords(path, func(r *Record) { rs = append(rs, *r) })
+	rs, skipped, err := ReadRecordsSkipping(path)
+	if err == nil && len(skipped) > 0 {
+		err = errors.New(skipped[0])
+	}
 	return rs, err
+}
+
+// ReadRecordsSkipping reads every complete record of a records file, ignoring a torn last
+// line, and says which lines it skipped because they are not records.
+func ReadRecordsSkipping(path string) ([]Record, []string, error) {
+	var rs []Record
+	_, skipped, err := readRecords(path, func(r *Record) { rs = append(rs, *r) })
+	return rs, skipped, err
 }
 
 // readRecords calls each with every complete record of path and returns the length of the
 // file up to the end of the last one, as readJSONL does.
-func readRecords(path string, each func(*Record)) (int64, error) {
+func readRecords(path string, each func(*Record)) (int64, []string, error) {
 	return readJSONL(path, func(b []byte) error {
 		var r Record
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -307,26 +322,25 @@ func readRecords(path string, each func(*Record)) (int64, error) {
 
 // readJSONL calls each with every complete line of path, newline cut off, and returns the
 // length of the file up to the end of the last one. A last line without its newline is torn:
-// a kill cut its write short. A line that each rejects anywhere else is an error naming it
-// and what it should have been.
-func readJSONL(path string, each func([]byte) error, what string) (int64, error) {
+// a kill cut its write short. A complete line that each rejects is skipped, and said so in
+// skipped, naming it and what it should have been: one bad line must not hold up a campaign.
+func readJSONL(path string, each func([]byte) error, what string) (good int64, skipped []string, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<16)
-	var good int64
 	for line := 1; ; line++ {
 		b, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			return good, nil // b, if any, is the torn last line
+			return good, skipped, nil // b, if any, is the torn last line
 		}
 		if err != nil {
-			return good, fmt.Errorf("read %s: %w", path, err)
+			return good, skipped, fmt.Errorf("read %s: %w", path, err)
 		}
 		if err := each(bytes.TrimSuffix(b, []byte{'\n'})); err != nil {
-			return good, fmt.Errorf("%s:%d: not a %s: %w", path, line, what, err)
+			skipped = append(skipped, fmt.Sprintf("%s:%d: not a %s, skipped: %v", path, line, what, err))
 		}
 		good += int64(len(b))
 	}

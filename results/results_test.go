@@ -136,11 +136,26 @@ func TestCorruptRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := results.ReadRecords(path)
-	if err == nil || !strings.HasPrefix(err.Error(), path+":2: not a record: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), path+":2: not a record, skipped: ") {
 		t.Fatalf("error = %v, want one naming line 2", err)
 	}
-	if _, err := results.Open(dir, campaign); err == nil {
-		t.Fatal("Open accepted a corrupt records file")
+	// A run resumes past the bad line, keeps it, says so, and appends after the last record.
+	st, err := results.Open(dir, campaign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Skipped) != 1 || !strings.HasPrefix(st.Skipped[0], path+":2: not a record, skipped: ") {
+		t.Errorf("Skipped = %q, want line 2", st.Skipped)
+	}
+	if err := st.Append(results.Record{ID: "3", Verdict: oracle.Pass}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rs, skipped, err := results.ReadRecordsSkipping(path)
+	if err != nil || len(rs) != 3 || len(skipped) != 1 {
+		t.Errorf("after the append: %d records, skipped %q, %v; want 3 and line 2", len(rs), skipped, err)
 	}
 }
 

@@ -39,6 +39,8 @@ type Summary struct {
 	Reproductions map[string]Reproduction
 	// Shrunk holds each shrunk schedule's shrink, by the ID of the schedule shrunk.
 	Shrunk map[string]Shrunk
+	// Skipped says which lines of records.jsonl were not records, and were ignored.
+	Skipped []string
 }
 
 // ReadSummary reads the campaign in dir: campaign.json, records.jsonl, reproductions.jsonl
@@ -64,7 +66,7 @@ func ReadSummary(dir string) (*Summary, error) {
 			return nil, fmt.Errorf("count %s's schedules: %w", c.DRM, err)
 		}
 	}
-	if s.All, err = ReadRecords(filepath.Join(dir, RecordsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if s.All, s.Skipped, err = ReadRecordsSkipping(filepath.Join(dir, RecordsFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
 	last := map[string]int{}
@@ -202,11 +204,18 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "time\tmedian %v, p90 %v per schedule\n",
 			Percentile(ds, 0.5).Round(time.Millisecond), Percentile(ds, 0.9).Round(time.Millisecond))
 	}
+	for _, sk := range s.Skipped {
+		fmt.Fprintf(tw, "warning\t%s\n", sk)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	np := s.NotPassed()
-	if len(np) == 0 {
+	switch {
+	case len(np) == 0 && len(s.Latest) == 0:
+		_, err := fmt.Fprintf(w, "\nno schedule has a verdict yet\n")
+		return err
+	case len(np) == 0:
 		_, err := fmt.Fprintf(w, "\nevery schedule with a verdict passed\n")
 		return err
 	}

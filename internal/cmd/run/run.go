@@ -229,6 +229,9 @@ func Run(opts *Options) error {
 	}
 	defer store.Close()
 
+	for _, sk := range store.Skipped {
+		fmt.Fprintf(errOut, "modulo: warning: %s\n", sk)
+	}
 	recorded := store.RecordedCount()
 	fmt.Fprintf(prog, "modulo: %d %s schedules (ops=%d, replicas=%d) of %s on %s %s with %s, %d %s; results in %s\n",
 		total, h.DRM.Name, h.Params.Ops, h.Params.Replicas, opts.File, info.Name, info.Version, info.ServerVersion,
