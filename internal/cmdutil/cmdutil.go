@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-
-	"github.com/modulo-testing/modulo/executor"
 )
 
-// Exit statuses. 2 is a usage error, as Go's flag package uses it.
+// Exit statuses, the same for every command. 1 says that a convergence failure was found and
+// nothing else; 2 is bad input or an environment the command cannot work in (as Go's flag
+// package uses 2 for usage errors): a malformed file, a missing binary, an unwritable or
+// locked results directory, a full disk; 3 says that nothing failed but something was
+// incomplete, an error of the harness, or not run.
 const (
 	ExitOK         = 0
 	ExitFailed     = 1
@@ -62,8 +64,9 @@ func Usagef(format string, args ...any) error {
 // Usage wraps err as a usage error: exit status 2.
 func Usage(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 
-// Code returns the exit status for err: an *ExitError's code; a problem of the host's set-up
-// (*executor.SetupError) is the user's to fix, as bad input is.
+// Code returns the exit status for err: an *ExitError's code (a verdict's, or a usage error's);
+// any other error is a problem of the input or the environment, which is the user's to fix:
+// exit status 1 is kept for the failures a campaign finds.
 func Code(err error) int {
 	if err == nil {
 		return ExitOK
@@ -72,11 +75,7 @@ func Code(err error) int {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	var setup *executor.SetupError
-	if errors.As(err, &setup) {
-		return ExitUsage
-	}
-	return ExitFailed
+	return ExitUsage
 }
 
 // Interruptible returns ctx (Background when nil) ended by Ctrl-C or SIGTERM, so that a command

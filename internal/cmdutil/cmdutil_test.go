@@ -17,7 +17,7 @@ func TestMainCode(t *testing.T) {
 	}{
 		{"no error", nil, ExitOK},
 		{"cobra's own (not marked)", errors.New(`unknown command "frob" for "modulo"`), ExitUsage},
-		{"a command's plain error", &RanError{Err: errors.New("disk full")}, ExitFailed},
+		{"a command's plain error", &RanError{Err: errors.New("disk full")}, ExitUsage},
 		{"a command's usage error", &RanError{Err: Usagef("bad file")}, ExitUsage},
 		{"a command's incomplete", &RanError{Err: &ExitError{Code: ExitIncomplete, Err: errors.New("1 incomplete")}}, ExitIncomplete},
 		{"a set-up problem", &RanError{Err: fmt.Errorf("prepare: %w", &executor.SetupError{Err: errors.New("no plugin")})}, ExitUsage},

@@ -78,7 +78,7 @@ func TestRunBadInput(t *testing.T) {
 		{"unknown ID", Options{Dir: campaign, ID: "ffffffffffffffff", Repeat: 1},
 			campaign + ": no schedule ffffffffffffffff was recorded ('modulo results " + campaign + "' lists those that did not pass)", cmdutil.ExitUsage},
 		{"edited folder", Options{Dir: edited, ID: "0b98d909dcdb6ee8", Repeat: 1},
-			"schedule 0b98d909dcdb6ee8: its transitions have ID " + otherID + ": edited by hand?", cmdutil.ExitFailed},
+			"schedule 0b98d909dcdb6ee8: its transitions have ID " + otherID + ": edited by hand?", cmdutil.ExitUsage},
 		{"no plugin", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Settings: cmdutil.Settings{Overrides: config.Overrides{PluginDir: &empty}}},
 			"plugin modulo-plugin-redis not found in plugin_dir " + empty, cmdutil.ExitUsage},
 	}

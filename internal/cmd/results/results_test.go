@@ -83,7 +83,7 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{"missing", filepath.Join(empty, "nope"), filepath.Join(empty, "nope") + ": no such directory", cmdutil.ExitUsage},
 		{"no campaign", empty, empty + ": not a campaign's results directory: no campaign.json in it or in its directories", cmdutil.ExitUsage},
-		{"bad campaign.json", notJSON, filepath.Join(notJSON, results.CampaignFile) + ": unexpected end of JSON input", cmdutil.ExitFailed},
+		{"bad campaign.json", notJSON, filepath.Join(notJSON, results.CampaignFile) + ": unexpected end of JSON input", cmdutil.ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
