@@ -76,6 +76,11 @@ func Find(dir, id string) (*Target, error) {
 func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overrides, errOut io.Writer) error {
 	one := 1
 	o.Workers = &one
+	// Clusters go where the campaign's went, unless told otherwise: a port range the user
+	// chose for this host.
+	if base := t.Summary.Campaign.BasePort; o.BasePort == nil && base != 0 {
+		o.BasePort = &base
+	}
 	cfg, err := config.LoadWith(configFile, o)
 	if err != nil {
 		return &executor.SetupError{Err: err}

@@ -68,6 +68,8 @@ type Campaign struct {
 	// Check says when schedules are judged (oracle.EveryConvergence or oracle.End); empty in
 	// campaigns older than the setting, which were judged at the end.
 	Check oracle.Check `json:"check,omitempty"`
+	// BasePort is worker 0's first port, where replay and shrink run their clusters too.
+	BasePort int `json:"base_port,omitempty"`
 }
 
 // Record is what one schedule's run found.

@@ -219,7 +219,7 @@ func Run(opts *Options) error {
 		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
 		Modulo: build.Version, Started: time.Now().UTC(),
 		Schedules: h.Count, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
-		Check: cfg.Check,
+		Check: cfg.Check, BasePort: cfg.BasePort,
 	})
 	if errors.Is(err, results.ErrOtherCampaign) {
 		return cmdutil.Usage(err)
@@ -261,6 +261,9 @@ func Run(opts *Options) error {
 	}
 	if runErr != nil {
 		return runErr
+	}
+	if summary.Ran() > 0 {
+		fmt.Fprintf(errOut, "modulo: next: modulo results %s (verdicts, failures); modulo report %s (a page with timelines)\n", dir, dir)
 	}
 	return outcome(summary, filepath.Join(dir, results.FailuresDir)).Err()
 }
