@@ -76,9 +76,9 @@ func Find(dir, id string) (*Target, error) {
 func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overrides, errOut io.Writer) error {
 	one := 1
 	o.Workers = &one
-	// Clusters go where the campaign's went, unless told otherwise: a port range the user
-	// chose for this host.
-	if base := t.Summary.Campaign.BasePort; o.BasePort == nil && base != 0 {
+	// Clusters go where the campaign's went, unless a flag or a configuration file says
+	// otherwise: a port range the user chose for this host.
+	if base := t.Summary.Campaign.BasePort; o.BasePort == nil && configFile == "" && base != 0 {
 		o.BasePort = &base
 	}
 	cfg, err := config.LoadWith(configFile, o)
