@@ -204,6 +204,25 @@ func (r *Reader) parse(text string) (Schedule, error) {
 	return s, nil
 }
 
+// Validate reads the whole file at path, holding no schedule, and returns the first problem:
+// a malformed line, a schedule whose ID does not match its steps, a count that is not the
+// header's. A campaign runs it before its first schedule, so that a file truncated at its end
+// is refused at once rather than after hours of running what comes before.
+func Validate(path string) error {
+	r, f, err := Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		if _, err := r.Next(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
 // ReadAll reads every schedule of the file at path.
 func ReadAll(path string) (Header, []Schedule, error) {
 	r, f, err := Open(path)

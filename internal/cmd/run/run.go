@@ -197,6 +197,11 @@ func Run(opts *Options) error {
 			return cmdutil.Usage(err)
 		}
 	}
+	if len(opts.IDs) == 0 { // selectSchedules reads the whole file for IDs
+		if err := schedules.Validate(opts.File); err != nil {
+			return cmdutil.Usage(err)
+		}
+	}
 	next, total, err := selectSchedules(r, opts.File, opts.IDs)
 	if err != nil {
 		return err

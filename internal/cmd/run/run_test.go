@@ -71,6 +71,18 @@ func TestRunBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The schedule file without its last line: refused before any schedule runs (there is no
+	// plugin to run one).
+	whole, err := os.ReadFile(ssrFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(t.TempDir(), "truncated.sched")
+	cut := bytes.LastIndexByte(whole[:len(whole)-1], '\n') + 1
+	if err := os.WriteFile(truncated, whole[:cut], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(whole[:cut], []byte("\n"))
 	tests := []struct {
 		name    string
 		opts    Options
@@ -83,6 +95,8 @@ func TestRunBadInput(t *testing.T) {
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
 		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
+		{"truncated file", Options{File: truncated, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
+			fmt.Sprintf("%s:%d: file ends after 23 schedules, header says 24 (truncated?)", truncated, lines)},
 		{"no plugin", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
 			fmt.Sprintf("plugin modulo-plugin-redis not found in plugin_dir %s, %s (next to modulo) or on $PATH; build it with 'go build -o bin/modulo-plugin-redis ./plugins/redis' in modulo's source tree and pass --plugin-dir bin",
 				emptyDir, filepath.Dir(exe))},
