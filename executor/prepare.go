@@ -43,7 +43,7 @@ func Prepare(ctx context.Context, cfg config.Config, d drms.DRM, replicas int, s
 		return cem.Info{}, nil, err
 	}
 	stride := Stride(replicas, info.Capabilities.PortsPerReplica)
-	if err := checkPorts(cfg.BasePort, cfg.Workers*stride); err != nil {
+	if err := checkPorts(cfg.BasePort, cfg.Workers*stride, cfg.AllowEphemeralPorts, stderr); err != nil {
 		return cem.Info{}, nil, err
 	}
 	return info, launch, nil

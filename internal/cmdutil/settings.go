@@ -16,11 +16,19 @@ type Settings struct {
 	config.Overrides
 }
 
+// EphemeralFlag and EphemeralUsage are the flag that lets clusters use the kernel's ephemeral
+// port range, which run, replay and shrink share.
+const (
+	EphemeralFlag  = "allow-ephemeral-ports"
+	EphemeralUsage = "let clusters use ports in the kernel's ephemeral range, with a warning (for hosts whose range leaves no room)"
+)
+
 // settingFlags holds the values of the flags until the command knows which were given.
 type settingFlags struct {
 	pluginDir   string
 	basePort    int
 	stepTimeout time.Duration
+	ephemeral   bool
 }
 
 // AddSettingFlags adds --config, --plugin-dir, --base-port and --step-timeout to cmd; call
@@ -32,7 +40,11 @@ func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
 	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range (default 20000)")
 	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
+	f.BoolVar(&v.ephemeral, EphemeralFlag, false, EphemeralUsage)
 	return func() {
+		if f.Changed(EphemeralFlag) {
+			s.AllowEphemeralPorts = &v.ephemeral
+		}
 		if f.Changed("plugin-dir") {
 			s.PluginDir = &v.pluginDir
 		}

@@ -45,6 +45,9 @@ type Config struct {
 	PluginDir string
 	// Check says when schedules are judged.
 	Check oracle.Check
+	// AllowEphemeralPorts lets clusters use ports in the kernel's ephemeral range, with a
+	// warning, on a host whose range leaves no room outside it.
+	AllowEphemeralPorts bool
 	// Plugins holds each plugin's table, by plugin name, re-encoded as TOML; a plugin without a
 	// table has none here and uses its own defaults.
 	Plugins map[string][]byte
@@ -58,6 +61,7 @@ const (
 	keyStepTimeout = "step_timeout"
 	keyPluginDir   = "plugin_dir"
 	keyCheck       = "check"
+	keyEphemeral   = "allow_ephemeral_ports"
 )
 
 // MaxWorkers bounds workers: every worker runs a whole cluster.
@@ -98,6 +102,7 @@ func Parse(data []byte, name string) (Config, error) {
 		StepTimeout: &c.StepTimeout,
 		PluginDir:   &c.PluginDir,
 		Check:       (*string)(&c.Check),
+		Ephemeral:   &c.AllowEphemeralPorts,
 	}
 	md, err := toml.Decode(string(data), &settings)
 	if err != nil {
@@ -153,10 +158,11 @@ type settingsDoc struct {
 	StepTimeout *time.Duration `toml:"step_timeout"`
 	PluginDir   *string        `toml:"plugin_dir"`
 	Check       *string        `toml:"check"`
+	Ephemeral   *bool          `toml:"allow_ephemeral_ports"`
 }
 
 func settingKeys() []string {
-	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck}
+	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral}
 }
 
 // PluginNames lists, sorted, the plugins the DRM catalogue names: the tables a file may hold.

@@ -19,6 +19,8 @@ type Overrides struct {
 	BasePort    *int
 	StepTimeout *time.Duration
 	Check       *oracle.Check
+	// AllowEphemeralPorts, when set, overrides allow_ephemeral_ports.
+	AllowEphemeralPorts *bool
 }
 
 // LoadWith reads the file at path (the defaults when empty), sets what o overrides and
@@ -34,6 +36,7 @@ func LoadWith(path string, o Overrides) (Config, error) {
 	set(&c.BasePort, o.BasePort)
 	set(&c.StepTimeout, o.StepTimeout)
 	set(&c.Check, o.Check)
+	set(&c.AllowEphemeralPorts, o.AllowEphemeralPorts)
 	return c, c.Validate()
 }
 

@@ -70,6 +70,7 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 	var workers, basePort int
 	var stepTimeout time.Duration
 	var check string
+	var ephemeral bool
 	cmd := &cobra.Command{
 		Use:   "run SCHEDULE_FILE [--drm NAME] [--workers N] [--ids ID,...]",
 		Short: "Run schedules on real clusters and check that their replicas converge",
@@ -107,6 +108,7 @@ a default:
   step_timeout = "30s"
   plugin_dir = "bin"
   check = "every-convergence"
+  allow_ephemeral_ports = false
   [redis]                  # handed to the plugin as is
   server = "/usr/bin/redis-server"
 
@@ -138,6 +140,9 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 			if f.Changed("step-timeout") {
 				opts.StepTimeout = &stepTimeout
 			}
+			if f.Changed(cmdutil.EphemeralFlag) {
+				opts.AllowEphemeralPorts = &ephemeral
+			}
 			if f.Changed("check") {
 				c := oracle.Check(check)
 				opts.Check = &c
@@ -158,6 +163,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
 	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
 	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
+	f.BoolVar(&ephemeral, cmdutil.EphemeralFlag, false, cmdutil.EphemeralUsage)
 	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
