@@ -67,6 +67,10 @@ type Campaign struct {
 	// Progress, when set, is called with the counts so far after every verdict, skipped
 	// schedules included. Calls never overlap.
 	Progress func(Summary)
+	// PortWait bounds how long a worker waits, backing off, for its cluster's ports to be free
+	// again when another process holds one: beyond it the run stops rather than turn every
+	// schedule left into an error. Zero means DefaultPortWait.
+	PortWait time.Duration
 	// Retry lists the verdicts of earlier runs whose schedules run again, their new records
 	// appended after the old ones (errors always run again).
 	Retry []oracle.Verdict
@@ -74,6 +78,9 @@ type Campaign struct {
 	// (oracle.EveryConvergence, the default), or at the end only (oracle.End).
 	Check oracle.Check
 }
+
+// DefaultPortWait is Campaign.PortWait's default: longer than a port stays in TIME_WAIT.
+const DefaultPortWait = 90 * time.Second
 
 // TeardownTimeout bounds the teardown of a cluster after its schedule, and the cleanup after
 // an interrupt, which runs on a context of its own since the run's is cancelled: stopping a
@@ -254,6 +261,8 @@ type outcome struct {
 	made bool
 	// replace says the plugin is dead, hung or in a state of which nothing is known.
 	replace bool
+	// stop, when set, ends the run before this schedule ran: it is not recorded.
+	stop error
 }
 
 func (o *outcome) harness(format string, args ...any) {
@@ -288,6 +297,9 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 	o := w.execute(ctx, s, &rec)
 	if err := w.cleanup(ctx, &o); err != nil {
 		return err
+	}
+	if o.stop != nil {
+		return errors.Join(o.stop, os.RemoveAll(w.dir))
 	}
 	rec.End = time.Now()
 	// A schedule cut short by the interrupt has no verdict: the next run runs it. One that got
@@ -350,8 +362,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		}
 		w.plugin = p
 	}
-	if err := proc.CheckPortsFree(w.base, w.stride); err != nil {
+	if err := w.awaitPorts(ctx); err != nil {
 		o.harness("%v", err)
+		o.stop = err
 		return o
 	}
 	if err := errors.Join(os.RemoveAll(w.dir), os.MkdirAll(w.dir, 0o755)); err != nil {
@@ -527,6 +540,35 @@ func (w *worker) read(ctx context.Context, o *outcome, rec *results.Record, what
 		return snap, false
 	}
 	return snap, true
+}
+
+// awaitPorts waits until the ports the worker's cluster uses are free, backing off from 100 ms
+// to 10 s between checks, for at most the campaign's PortWait. A port that another process
+// holds for longer stops the run with one message naming it and the worker.
+func (w *worker) awaitPorts(ctx context.Context) error {
+	c := &w.run.c
+	n := c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica
+	limit := c.PortWait
+	if limit <= 0 {
+		limit = DefaultPortWait
+	}
+	start := time.Now()
+	deadline := start.Add(limit)
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 10*time.Second) {
+		err := proc.CheckPortsFree(w.base, n)
+		if err == nil {
+			return nil
+		}
+		if time.Now().Add(delay).After(deadline) {
+			return fmt.Errorf("worker %s: %w, and still was after %v of waiting: stopping the campaign rather than failing every schedule left; free the port or choose another base_port, then run again to resume",
+				filepath.Base(w.dir), err, time.Since(start).Round(100*time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
 }
 
 // call calls the plugin within the call timeout.

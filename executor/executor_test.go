@@ -222,34 +222,47 @@ func TestRunWorkersSideBySide(t *testing.T) {
 	}
 }
 
+// TestRunBusyPort: a port of the worker's block that its cluster does not use is no obstacle;
+// one that it uses and that another process frees soon is waited for; one held for longer
+// than PortWait stops the run, naming it, with no schedule recorded.
 func TestRunBusyPort(t *testing.T) {
 	h, all := readSchedules(t)
-	sys := newFakeSystem(t, 10)
-	dir := t.TempDir()
-	c := campaign(t, sys, openStore(t, dir, h), h, all[:2], 1)
-	busy := c.BasePort + 7
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(busy))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name     string
+		offset   int           // the busy port, from the worker's base
+		holdFor  time.Duration // zero: for the whole run
+		wantPass int
+		wantErr  string
+	}{
+		{"unused port of the block", 7, 0, 2, ""},
+		{"freed after a while", 3, 700 * time.Millisecond, 2, ""},
+		{"held", 3, 0, 0, "is already in use, and still was after"},
 	}
-	defer l.Close()
-
-	sum, err := executor.Run(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys.check()
-	if sum.Error != 2 {
-		t.Errorf("summary = %+v, want 2 errors", sum)
-	}
-	want := "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use"
-	for id, r := range recordsByID(t, dir) {
-		if r.Verdict != oracle.Error || r.Detail != want {
-			t.Errorf("schedule %s: %s %q, want error %q", id, r.Verdict, r.Detail, want)
-		}
-	}
-	if sys.launches != 1 || len(sys.calls) != 0 {
-		t.Errorf("a busy port reached the plugin: %d launches, calls %v", sys.launches, sys.calls)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := newFakeSystem(t, 10)
+			dir := t.TempDir()
+			c := campaign(t, sys, openStore(t, dir, h), h, all[:2], 1)
+			c.PortWait = time.Second
+			busy := c.BasePort + tt.offset
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(busy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if tt.holdFor > 0 {
+				time.AfterFunc(tt.holdFor, func() { l.Close() })
+			}
+			sum, err := executor.Run(context.Background(), c)
+			sys.check()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), strconv.Itoa(busy))) {
+				t.Fatalf("error = %v, want one containing %q and the port", err, tt.wantErr)
+			}
+			recs := recordsByID(t, dir)
+			if sum.Pass != tt.wantPass || sum.Error != 0 || len(recs) != tt.wantPass {
+				t.Errorf("summary %+v, %d records; want %d passes and no error", sum, len(recs), tt.wantPass)
+			}
+		})
 	}
 }
 
