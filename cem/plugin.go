@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,22 @@ import (
 // Handshake is the go-plugin handshake between modulo and its plugins. The cookie only tells a
 // plugin binary that it was started by modulo; the protocol version makes modulo refuse a
 // plugin built for another version of this protocol.
+// socketDirPrefix begins the name of each plugin's socket directory, in the temporary
+// directory: modulo-plugin-<pid of the modulo that launched it>-<random>.
+const socketDirPrefix = "modulo-plugin-"
+
+// sweepSocketDirs removes the socket directories of modulo processes that are gone (killed
+// with SIGKILL, they could not remove them).
+func sweepSocketDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), socketDirPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), socketDirPrefix), "-")
+		if n, err := strconv.Atoi(pid); ok && err == nil && n != os.Getpid() && !proc.Alive(n) {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
 // PluginPrefix begins the name of every plugin binary: modulo-plugin-<name>.
 const PluginPrefix = "modulo-plugin-"
 
@@ -97,8 +114,10 @@ func Launch(ctx context.Context, path string, stderr io.Writer) (*Client, error)
 	}
 	stderr = &lockedWriter{w: stderr} // go-plugin writes to it from several goroutines
 	// The plugin listens on a Unix socket in a directory of its own, which Close removes:
-	// a killed plugin cannot remove its socket itself.
-	socketDir, err := os.MkdirTemp("", "modulo-plugin-")
+	// a killed plugin cannot remove its socket itself. The directory is named after this
+	// process, so that the directories of a modulo that was killed can be swept.
+	sweepSocketDirs()
+	socketDir, err := os.MkdirTemp("", socketDirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", path, err)
 	}

@@ -368,3 +368,30 @@ func TestPluginProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepSocketDirs: the socket directories of a modulo that is gone are removed, this
+// process's and a live one's are kept.
+func TestSweepSocketDirs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]bool{ // name -> kept
+		socketDirPrefix + strconv.Itoa(gone.Process.Pid) + "-1": false,
+		socketDirPrefix + strconv.Itoa(os.Getpid()) + "-2":      true,
+		socketDirPrefix + "1-3":                                 true, // init lives
+	}
+	for d := range dirs {
+		if err := os.Mkdir(filepath.Join(tmp, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepSocketDirs()
+	for d, kept := range dirs {
+		if _, err := os.Stat(filepath.Join(tmp, d)); (err == nil) != kept {
+			t.Errorf("%s: exists %v, want %v", d, err == nil, kept)
+		}
+	}
+}
