@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,12 @@ func findPlugin(name, dir string) (string, error) {
 	}
 	for _, d := range dirs {
 		path := filepath.Join(d, bin)
-		if fi, err := os.Stat(path); err == nil && !fi.IsDir() && fi.Mode().Perm()&0o111 != 0 {
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil || fi.IsDir():
+		case fi.Mode().Perm()&0o111 == 0:
+			return "", setupErrorf("plugin %s is not executable (mode %v): chmod +x it, or build it again", path, fi.Mode().Perm())
+		default:
 			return path, nil
 		}
 	}
@@ -98,11 +104,17 @@ func probe(ctx context.Context, launch Launcher, d drms.DRM, pluginConfig []byte
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	p, err := launch(ctx)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return cem.Info{}, setupErrorf("plugin %s: no handshake within %v: is it a modulo plugin built from this source tree?", d.Plugin, probeTimeout)
+	}
 	if err != nil {
 		return cem.Info{}, &SetupError{Err: err}
 	}
 	info, err := p.Info(ctx, pluginConfig)
 	closeErr := p.Close()
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		return cem.Info{}, setupErrorf("plugin %s: no answer to Info within %v", d.Plugin, probeTimeout)
+	}
 	if err != nil {
 		return cem.Info{}, &SetupError{Err: err} // names the plugin, and the server binary
 	}

@@ -83,6 +83,10 @@ func TestRunBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := bytes.Count(whole[:cut], []byte("\n"))
+	notExec := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notExec, "modulo-plugin-redis"), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -95,6 +99,8 @@ func TestRunBadInput(t *testing.T) {
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
 		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
+		{"plugin not executable", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(notExec)}},
+			"plugin " + filepath.Join(notExec, "modulo-plugin-redis") + " is not executable (mode -rw-r--r--): chmod +x it, or build it again"},
 		{"truncated file", Options{File: truncated, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
 			fmt.Sprintf("%s:%d: file ends after 23 schedules, header says 24 (truncated?)", truncated, lines)},
 		{"no plugin", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(emptyDir)}},
