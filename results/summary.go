@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -292,3 +293,36 @@ func share(n int, total uint64) string {
 	}
 	return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(total))
 }
+
+// Campaigns returns dir when it is a campaign's results directory, else the campaigns'
+// directories right under it, sorted. A dir that does not exist is an error wrapping
+// fs.ErrNotExist; one that holds no campaign an error wrapping ErrNotCampaign.
+func Campaigns(dir string) ([]string, error) {
+	if _, err := os.Stat(filepath.Join(dir, CampaignFile)); err == nil {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, noDirError(dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, e := range entries {
+		sub := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(sub, CampaignFile)); e.IsDir() && err == nil {
+			dirs = append(dirs, sub)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("%s: %w: no %s in it or in its directories", dir, ErrNotCampaign, CampaignFile)
+	}
+	return dirs, nil
+}
+
+// noDirError says that a directory does not exist, in fewer words than fs.PathError.
+type noDirError string
+
+func (e noDirError) Error() string        { return string(e) + ": no such directory" }
+func (e noDirError) Is(target error) bool { return target == fs.ErrNotExist }

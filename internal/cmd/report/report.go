@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -62,10 +64,18 @@ func Run(opts *Options) error {
 	if opts.Output == "" {
 		return cmdutil.Usagef("-o FILE is required: where to write the report (- for standard output)")
 	}
-	s, err := results.ReadSummary(opts.Dir)
-	if errors.Is(err, results.ErrNotCampaign) {
+	// A directory of campaigns, as 'modulo results' takes it, is fine when it holds one.
+	dirs, err := results.Campaigns(opts.Dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, results.ErrNotCampaign) {
 		return cmdutil.Usage(err)
 	}
+	if err != nil {
+		return err
+	}
+	if len(dirs) > 1 {
+		return cmdutil.Usagef("%s holds %d campaigns (%s): name one; a report is of one campaign", opts.Dir, len(dirs), strings.Join(dirs, ", "))
+	}
+	s, err := results.ReadSummary(dirs[0])
 	if err != nil {
 		return err
 	}

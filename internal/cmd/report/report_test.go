@@ -63,7 +63,9 @@ func TestRunBadInput(t *testing.T) {
 		want string
 	}{
 		{"no output", Options{Dir: campaign}, "-o FILE is required: where to write the report (- for standard output)"},
-		{"not a campaign", Options{Dir: empty, Output: "-"}, empty + ": not a campaign's results directory: no campaign.json"},
+		{"not a campaign", Options{Dir: empty, Output: "-"}, empty + ": not a campaign's results directory: no campaign.json in it or in its directories"},
+		{"several campaigns", Options{Dir: filepath.Dir(campaign), Output: "-"}, filepath.Dir(campaign) + " holds 2 campaigns (" +
+			filepath.Join(filepath.Dir(campaign), "slr-1x3") + ", " + campaign + "): name one; a report is of one campaign"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -59,7 +57,10 @@ summarises each.`,
 
 // Run prints the summary of the campaign in opts.Dir, or of every campaign under it.
 func Run(opts *Options) error {
-	dirs, err := Campaigns(opts.Dir)
+	dirs, err := results.Campaigns(opts.Dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, results.ErrNotCampaign) {
+		return cmdutil.Usage(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -76,30 +77,4 @@ func Run(opts *Options) error {
 		}
 	}
 	return nil
-}
-
-// Campaigns returns dir when it is a campaign's results directory, else the campaigns'
-// directories right under it, sorted; none is a usage error.
-func Campaigns(dir string) ([]string, error) {
-	if _, err := os.Stat(filepath.Join(dir, results.CampaignFile)); err == nil {
-		return []string{dir}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cmdutil.Usagef("%s: no such directory", dir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var dirs []string
-	for _, e := range entries {
-		sub := filepath.Join(dir, e.Name())
-		if _, err := os.Stat(filepath.Join(sub, results.CampaignFile)); e.IsDir() && err == nil {
-			dirs = append(dirs, sub)
-		}
-	}
-	if len(dirs) == 0 {
-		return nil, cmdutil.Usagef("%s: %v: no %s in it or in its directories", dir, results.ErrNotCampaign, results.CampaignFile)
-	}
-	return dirs, nil
 }

@@ -274,7 +274,7 @@ func Run(opts *Options) error {
 		return runErr
 	}
 	if summary.Ran() > 0 {
-		fmt.Fprintf(errOut, "modulo: next: modulo results %s (verdicts, failures); modulo report %s (a page with timelines)\n", dir, dir)
+		fmt.Fprintf(errOut, "modulo: next: modulo results %s (verdicts, failures); modulo report %s -o report.html (a page with timelines)\n", dir, dir)
 	}
 	return outcome(summary, filepath.Join(dir, results.FailuresDir)).Err()
 }
