@@ -302,7 +302,7 @@ func (p *page) failures(s *results.Summary) {
 		if rep, ok := s.Reproductions[r.ID]; ok {
 			f.Replayed = &rep
 		}
-		if sh, ok := s.Shrunk[r.ID]; ok {
+		if sh, ok := s.Shrunk[r.ID]; ok && sh.Smallest.ID != r.ID { // a shrink that found nothing smaller shrank nothing
 			f.Shrunk = &sh
 		}
 		if i >= MaxDrawn {

@@ -134,11 +134,13 @@ func fieldsText(fields map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
+// onlineState names replica i's state in s: a quorum model's failures are all crashes, a
+// link model's are crashes only where S/CL/R says so.
 func onlineState(s *aem.State, i int) string {
 	switch {
 	case s.On[i]:
 		return "online"
-	case s.Crashed != nil && s.Crashed[i]:
+	case s.Src == nil || s.Crashed != nil && s.Crashed[i]:
 		return "crashed"
 	}
 	return "offline"

@@ -228,7 +228,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if rep, ok := s.Reproductions[r.ID]; ok {
 			replayed = rep.Rate()
 		}
-		if sh, ok := s.Shrunk[r.ID]; ok {
+		if sh, ok := s.Shrunk[r.ID]; ok && sh.Smallest.ID == r.ID {
+			shrunk = "nothing smaller"
+		} else if ok {
 			shrunk = fmt.Sprintf("%s (%d steps, %s)", sh.Smallest.ID, sh.Smallest.Steps, sh.Rate())
 		}
 		label := s.Label(r)
