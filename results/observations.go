@@ -23,29 +23,27 @@ func FirstDifference(a, b []StepObservations, aName, bName string) string {
 		return m
 	}
 	am, bm := byStep(a), byStep(b)
-	allSteps := slices.Sorted(maps.Keys(am))
-	for k := range bm {
-		if !slices.Contains(allSteps, k) {
-			allSteps = append(allSteps, k)
-		}
-	}
-	slices.Sort(allSteps)
-	for _, step := range allSteps {
+	for _, step := range unionKeys(am, bm) {
 		ar, br := am[step], bm[step]
-		replicas := slices.Sorted(maps.Keys(ar))
-		for r := range br {
-			if !slices.Contains(replicas, r) {
-				replicas = append(replicas, r)
-			}
-		}
-		slices.Sort(replicas)
-		for _, r := range replicas {
+		for _, r := range unionKeys(ar, br) {
 			if d := fieldsDiffer(ar[r], br[r]); d != nil {
 				return fmt.Sprintf("step %d: replica %d %s in %s, %s in %s", step+1, r, render(ar[r], d), aName, render(br[r], d), bName)
 			}
 		}
 	}
 	return ""
+}
+
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys[V any](a, b map[int]V) []int {
+	keys := slices.Collect(maps.Keys(a))
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // fieldsDiffer returns the names of the fields in which a and b differ, sorted; nil when none.

@@ -204,13 +204,32 @@ type Cluster struct {
 	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
 	Replicas []*Replica      // by concrete index
 	p        *Plugin
-	logRead  map[int]int64 // how far NewLogLines has read each replica's log
+	logRead  map[int]int64 // how far LoggedKinds has read each replica's log
 }
 
-// NewLogLines returns the whole lines that replica r's server has logged since the last call
-// (since the cluster started, the first time): an Observer reads how a replica was resynced
-// from them.
-func (c *Cluster) NewLogLines(r *Replica) ([]string, error) {
+// LoggedKinds names the lines that replica r's server has logged since the last call (since
+// the cluster started, the first time) and that match one of kinds, in order, joined with ","
+// ("TRUNC,DIFF"), or "" when none does: how an Observer reads from the log how a replica was
+// resynced.
+func (c *Cluster) LoggedKinds(r *Replica, kinds []LineKind) (string, error) {
+	lines, err := c.newLogLines(r)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	for _, line := range lines {
+		for _, k := range kinds {
+			if strings.Contains(line, k.Text) {
+				found = append(found, k.Kind)
+				break
+			}
+		}
+	}
+	return strings.Join(found, ","), nil
+}
+
+// newLogLines returns the whole lines that replica r's server has logged since the last call.
+func (c *Cluster) newLogLines(r *Replica) ([]string, error) {
 	f, err := os.Open(r.LogPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -257,21 +276,6 @@ func (c *Cluster) Divergences() int { return c.p.divergences }
 
 // LineKind names the log lines that contain Text.
 type LineKind struct{ Text, Kind string }
-
-// Kinds returns the kinds of the lines that match one of kinds, in order, joined with ","
-// ("TRUNC,DIFF"), or "" when none does: an Observer's sync field from NewLogLines.
-func Kinds(lines []string, kinds []LineKind) string {
-	var found []string
-	for _, line := range lines {
-		for _, k := range kinds {
-			if strings.Contains(line, k.Text) {
-				found = append(found, k.Kind)
-				break
-			}
-		}
-	}
-	return strings.Join(found, ",")
-}
 
 // Replica is one server of the cluster.
 type Replica struct {

@@ -19,11 +19,11 @@ var syncLines = []kit.LineKind{
 // how it was resynced since the last observation, from its log.
 func (s *system) Observe(ctx context.Context, c *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	fields := map[string]string{}
-	lines, err := c.NewLogLines(r)
+	sync, err := c.LoggedKinds(r, syncLines)
 	if err != nil {
 		return nil, err
 	}
-	if sync := kit.Kinds(lines, syncLines); sync != "" {
+	if sync != "" {
 		fields[cem.ObserveSync] = sync
 	}
 	info, err := s.info(ctx, r, "replication")

@@ -22,11 +22,11 @@ var syncLines = []kit.LineKind{
 // last observation, read from the new lines of its log.
 func (s *system) Observe(ctx context.Context, c *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	fields := map[string]string{}
-	lines, err := c.NewLogLines(r)
+	sync, err := c.LoggedKinds(r, syncLines)
 	if err != nil {
 		return nil, err
 	}
-	if sync := kit.Kinds(lines, syncLines); sync != "" {
+	if sync != "" {
 		fields[cem.ObserveSync] = sync
 	}
 	st, err := srvr(ctx, r.Addr(0))
