@@ -83,18 +83,26 @@ func ticks(max float64, n int, length float64, label func(float64) string) ([]ti
 }
 
 // seconds labels a time in seconds as people read it: "850ms", "12s", "3m", "1.5h".
-func seconds(s float64) string {
+func seconds(s float64) string { return secondsIn(s)(s) }
+
+// secondsIn returns the labeller of an axis whose largest time is top: every tick in the unit
+// that suits top ("0", "30s", "60s", "90s", not "90s", "2m").
+func secondsIn(top float64) func(float64) string {
+	unit, name := 3600.0, "h"
 	switch {
-	case s == 0:
-		return "0"
-	case s < 1:
-		return trimZero(fmt.Sprintf("%.3g", s*1000)) + "ms"
-	case s < 120:
-		return trimZero(fmt.Sprintf("%.3g", s)) + "s"
-	case s < 7200:
-		return trimZero(fmt.Sprintf("%.3g", s/60)) + "m"
+	case top < 1:
+		unit, name = 0.001, "ms"
+	case top < 120:
+		unit, name = 1, "s"
+	case top < 7200:
+		unit, name = 60, "m"
 	}
-	return trimZero(fmt.Sprintf("%.3g", s/3600)) + "h"
+	return func(s float64) string {
+		if s == 0 {
+			return "0"
+		}
+		return trimZero(fmt.Sprintf("%.3g", s/unit)) + name
+	}
 }
 
 func trimZero(s string) string {
@@ -118,7 +126,7 @@ func histogram(c *chart, values []float64, maxBins int) {
 	}
 	bins := min(maxBins, int(math.Ceil(math.Sqrt(float64(len(values)))))+1)
 	var top float64
-	c.XTicks, top = ticks(hi, 5, c.PlotW, seconds)
+	c.XTicks, top = ticks(hi, 5, c.PlotW, secondsIn(hi))
 	width := top / float64(bins)
 	counts := make([]int, bins)
 	for _, v := range values {

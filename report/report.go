@@ -206,7 +206,7 @@ func coverage(s *results.Summary) *chart {
 		return c
 	}
 	var top float64
-	c.XTicks, top = ticks(pts[len(pts)-1].t, 8, c.PlotW, seconds)
+	c.XTicks, top = ticks(pts[len(pts)-1].t, 8, c.PlotW, secondsIn(pts[len(pts)-1].t))
 	for v := 0; v <= 100; v += 25 {
 		c.YTicks = append(c.YTicks, tick{Pos: float64(v) / 100 * c.PlotH, Label: fmt.Sprintf("%d%%", v)})
 	}
