@@ -40,7 +40,9 @@ func zooCfg(cfg *Config, r *kit.Replica, peers []*kit.Replica) string {
 	line("tickTime", cfg.TickTimeMS)
 	line("initLimit", cfg.InitLimit)
 	line("syncLimit", cfg.SyncLimit)
-	line("dataDir", dataDir(r))
+	// Relative to the server's working directory, its replica directory (dataDir(r)), so that
+	// a failure folder's copy of the directory starts as it is.
+	line("dataDir", filepath.Base(dataDir(r)))
 	line("clientPort", r.Ports[0])
 	line("clientPortAddress", "127.0.0.1")
 	line("admin.enableServer", false) // its Jetty would need servlet-api.jar and a port
