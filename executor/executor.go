@@ -67,6 +67,10 @@ type Campaign struct {
 	// Progress, when set, is called with the counts so far after every verdict, skipped
 	// schedules included. Calls never overlap.
 	Progress func(Summary)
+	// Hold, when set, is called once a schedule has its verdict, with its cluster still up,
+	// and the teardown waits until it returns (replay --keep lets a user look at a live
+	// failure). It must return when ctx ends.
+	Hold func(ctx context.Context, k Kept)
 	// PortWait bounds how long a worker waits, backing off, for its cluster's ports to be free
 	// again when another process holds one: beyond it the run stops rather than turn every
 	// schedule left into an error. Zero means DefaultPortWait.
@@ -77,6 +81,13 @@ type Campaign struct {
 	// Check says when a schedule is judged: after every convergence step and at the end
 	// (oracle.EveryConvergence, the default), or at the end only (oracle.End).
 	Check oracle.Check
+}
+
+// Kept is a cluster that Campaign.Hold keeps up: its directory (a subdirectory per server,
+// with its log and pid file) and its ports on 127.0.0.1.
+type Kept struct {
+	Dir             string
+	BasePort, Ports int
 }
 
 // DefaultPortWait is Campaign.PortWait's default: longer than a port stays in TIME_WAIT.
@@ -295,6 +306,9 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 		StepsMS:       []float64{},
 	}
 	o := w.execute(ctx, s, &rec)
+	if c.Hold != nil && o.made && w.plugin != nil && !w.plugin.Exited() {
+		c.Hold(ctx, Kept{Dir: w.dir, BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
+	}
 	if err := w.cleanup(ctx, &o); err != nil {
 		return err
 	}

@@ -505,3 +505,28 @@ func TestRunRetry(t *testing.T) {
 		t.Errorf("records %+v: want the three old ones, then the rerun's pass", recs)
 	}
 }
+
+// TestRunHold: Hold sees the cluster up, on the worker's ports, and the teardown comes after it.
+func TestRunHold(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	dir := t.TempDir()
+	c := campaign(t, sys, openStore(t, dir, h), h, all[:1], 1)
+	var held []executor.Kept
+	c.Hold = func(_ context.Context, k executor.Kept) {
+		sys.mu.Lock()
+		base, up := sys.running[k.Dir]
+		sys.mu.Unlock()
+		if !up || base != k.BasePort || k.Ports != 6 {
+			t.Errorf("held %+v: cluster up %v on port %d", k, up, base)
+		}
+		held = append(held, k)
+	}
+	if _, err := executor.Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	sys.check()
+	if len(held) != 1 || !strings.HasSuffix(sys.callsOf(all[0].ID), "read, teardown") {
+		t.Errorf("held %d times; calls %s", len(held), sys.callsOf(all[0].ID))
+	}
+}

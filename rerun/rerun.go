@@ -31,6 +31,8 @@ type Setup struct {
 	StepTimeout  time.Duration
 	// Check says when each run is judged, as in the campaign.
 	Check oracle.Check
+	// Hold, when set, keeps each run's cluster up after its verdict (executor.Campaign.Hold).
+	Hold func(ctx context.Context, k executor.Kept)
 	// Out, when set, shows each run as it goes: every step as it starts, and its concrete
 	// actions and time when the plugin returns them (the plugin reports a step's actions when
 	// the step is done), then the verdict.
@@ -163,7 +165,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		},
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
-		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check,
+		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/modulo-testing/modulo/cem/proc"
+	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/rerun"
@@ -27,6 +30,8 @@ type Options struct {
 	Dir    string // the campaign's results directory
 	ID     string
 	Repeat int
+	// Keep leaves the cluster up after the run, until Ctrl-C.
+	Keep bool
 	cmdutil.Settings
 }
 
@@ -48,6 +53,10 @@ result is appended to DIR/reproductions.jsonl; 'modulo results' labels a failure
 reproduced 0 times flaky rather than a bug. Every run keeps its own results (actions, each
 replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
 
+--keep leaves the cluster running after the run's verdict, printing each server's pid and log
+and the ports, so that the failure can be looked at live (redis-cli -p PORT, zkCli.sh...);
+Ctrl-C tears it down.
+
 The plugin runs with the campaign's plugin table (kept in campaign.json) unless --config
 names a file, whose table is used instead. ID may also be the smallest schedule a shrink
 found ('modulo shrink').
@@ -55,7 +64,8 @@ found ('modulo shrink').
 The exit status is 1 when a run failed, 3 when none failed but some were incomplete, errors
 or not made, 0 when every run passed, 2 on bad input.`,
 		Example: `  modulo replay modulo-results/slr 0b98d909dcdb6ee8
-  modulo replay modulo-results/slr 0b98d909dcdb6ee8 --repeat 10`,
+  modulo replay modulo-results/slr 0b98d909dcdb6ee8 --repeat 10
+  modulo replay modulo-results/slr 0b98d909dcdb6ee8 --keep`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir, opts.ID = args[0], args[1]
@@ -69,8 +79,24 @@ or not made, 0 when every run passed, 2 on bad input.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "run it `K` times and report how often the verdict reproduces")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down")
 	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
+}
+
+// hold says where the kept cluster's servers are and waits for Ctrl-C.
+func hold(ctx context.Context, out io.Writer, k executor.Kept) {
+	fmt.Fprintf(out, "the cluster is kept running in %s, on ports %d-%d of 127.0.0.1:\n", k.Dir, k.BasePort, k.BasePort+k.Ports-1)
+	files, err := proc.PidFiles(k.Dir)
+	if err != nil {
+		fmt.Fprintf(out, "  (its pid files cannot be read: %v)\n", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f.Path), proc.PidFileSuffix)
+		fmt.Fprintf(out, "  %s: pid %d, log %s\n", name, f.Pid, filepath.Join(filepath.Dir(f.Path), name+".log"))
+	}
+	fmt.Fprintln(out, "press Ctrl-C to tear it down")
+	<-ctx.Done()
 }
 
 // explainDifferences prints, for every run whose verdict differs from the recorded one, the
@@ -109,6 +135,9 @@ func Run(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Keep && opts.Repeat != 1 {
+		return cmdutil.Usagef("--keep keeps the cluster of one run: drop --repeat")
+	}
 	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
@@ -119,6 +148,9 @@ func Run(opts *Options) error {
 
 	setup := t.Setup
 	setup.Out = opts.Out
+	if opts.Keep {
+		setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
+	}
 	res, err := rerun.Run(ctx, setup, t.Header, t.Schedule, rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel)})
 	if err != nil {
 		return err
