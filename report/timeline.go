@@ -80,6 +80,7 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 		}
 		tl.Columns = append(tl.Columns, c)
 	}
+	servers := serversOf(actions, n, len(states))
 	for i := range n {
 		r := row{Replica: i, Y: tlHeadH + float64(i)*tlRowH, Label: fmt.Sprintf("replica %d", i)}
 		for j, st := range states {
@@ -96,6 +97,10 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 				}
 			}
 			c.Note = note(&st, i)
+			// Which server realises the abstract replica, where it is first known or changes.
+			if srv := servers[j][i]; srv != "" && (j == 0 || srv != servers[j-1][i]) {
+				c.Note += " · " + srv
+			}
 			c.Title = fmt.Sprintf("replica %d after %s: %s, %s", i, strings.ToLower(tl.Columns[j].Label), c.State, c.Note)
 			if len(c.Events) > 0 {
 				c.Title += "\n" + strings.Join(c.Events, ", ")
@@ -108,6 +113,32 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 		tl.Rows = append(tl.Rows, r)
 	}
 	return tl, nil
+}
+
+// serversOf says which server realised each abstract replica after each step (servers[j][i],
+// j = 0 for the start), from the actions, which name the server first ("zookeeper-1: ..."):
+// a quorum model's plugin may map an abstract replica to another server at a divergence. A
+// replica that no action has named yet has "".
+func serversOf(actions []results.StepActions, n, columns int) [][]string {
+	servers := make([][]string, columns)
+	for j := range servers {
+		servers[j] = make([]string, n)
+		if j > 0 {
+			copy(servers[j], servers[j-1])
+		}
+		for _, st := range actions {
+			if st.Step != j-1 {
+				continue
+			}
+			for _, a := range st.Actions {
+				name, _, ok := strings.Cut(a.What, ": ")
+				if ok && a.Replica >= 0 && a.Replica < n && !strings.Contains(name, " ") {
+					servers[j][a.Replica] = name
+				}
+			}
+		}
+	}
+	return servers
 }
 
 // observed returns what the plugin observed of replica i after step, or nil.
