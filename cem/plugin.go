@@ -140,6 +140,9 @@ func Launch(ctx context.Context, path string, stderr io.Writer) (*Client, error)
 			Name:   "plugin",
 			Output: stderr,
 			Level:  hclog.Warn,
+			// go-plugin says so whenever it kills a plugin it could not stop politely, which is
+			// how every plugin that exited on its own ends: Launch and Close say what matters.
+			Exclude: func(_ hclog.Level, msg string, _ ...any) bool { return msg == "plugin failed to exit gracefully" },
 		}),
 		SyncStderr: stderr, // what the plugin writes to os.Stderr besides its log
 	})
