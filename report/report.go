@@ -205,8 +205,14 @@ func coverage(s *results.Summary) *chart {
 		c.Empty = "no schedule has a verdict yet"
 		return c
 	}
-	var top float64
-	c.XTicks, top = ticks(pts[len(pts)-1].t, 8, c.PlotW, secondsIn(pts[len(pts)-1].t))
+	// The axis ends where the curve does: a campaign's time is not rounded up.
+	top := pts[len(pts)-1].t
+	all, rounded := ticks(top, 8, c.PlotW, secondsIn(top))
+	for _, tk := range all {
+		if pos := tk.Pos * rounded / top; pos <= c.PlotW+0.5 {
+			c.XTicks = append(c.XTicks, tick{Pos: pos, Label: tk.Label})
+		}
+	}
 	for v := 0; v <= 100; v += 25 {
 		c.YTicks = append(c.YTicks, tick{Pos: float64(v) / 100 * c.PlotH, Label: fmt.Sprintf("%d%%", v)})
 	}
