@@ -197,3 +197,32 @@ func Equal(a, b *Transition) bool {
 	return a.Kind == b.Kind && a.Resync == b.Resync && slices.Equal(a.Writes, b.Writes) &&
 		slices.Equal(a.Group, b.Group) && slices.Equal(a.Sources, b.Sources) && slices.Equal(a.Failures, b.Failures)
 }
+
+// Unrank returns the k-th schedule (from 0) of the graph in the order of Walk, without
+// enumerating those before it: at each state it descends into the edge whose subtree holds
+// the k-th path, by the counts of Count.
+func (g *Graph) Unrank(k uint64) ([]Edge, error) {
+	total, err := g.Count()
+	if err != nil {
+		return nil, err
+	}
+	if k >= total {
+		return nil, fmt.Errorf("schedule %d of %d: out of range", k, total)
+	}
+	var path []Edge
+	for n := g.root; ; {
+		out := g.Out(n)
+		if len(out) == 0 {
+			return path, nil
+		}
+		for i := range out {
+			c := out[i].To.count // counted by Count above
+			if k < c {
+				path = append(path, out[i])
+				n = out[i].To
+				break
+			}
+			k -= c
+		}
+	}
+}

@@ -30,6 +30,10 @@ type Options struct {
 	Count    bool
 	Limit    uint64
 	Force    bool
+	// Sample, when not 0, draws that many schedules at random with Seed instead of writing
+	// them all.
+	Sample uint64
+	Seed   uint64
 }
 
 // NewCmd returns the gen command; runF replaces Run in tests.
@@ -75,6 +79,8 @@ paper does, with the abstract state after each step.`,
 	f.StringVarP(&opts.Output, "output", "o", "", "write the schedules to `FILE` instead of standard output")
 	f.BoolVar(&opts.Count, "count", false, "print only the number of schedules")
 	f.Uint64Var(&opts.Limit, "limit", 0, "write only the first `N` schedules")
+	f.Uint64Var(&opts.Sample, "sample", 0, "write `N` schedules drawn uniformly at random from all of them, without enumerating them (for depths beyond enumeration), in canonical order")
+	f.Uint64Var(&opts.Seed, "seed", 1, "the `SEED` of --sample: one seed draws one sample on every machine")
 	f.BoolVar(&opts.Force, "force", false, fmt.Sprintf("write more than %d schedules", BigRun))
 	return cmd
 }
@@ -118,17 +124,25 @@ func Run(opts *Options) error {
 		_, err := fmt.Fprintln(opts.Out, total)
 		return err
 	}
-	if total > BigRun && opts.Limit == 0 && !opts.Force {
-		return cmdutil.Usagef("%s with ops=%d replicas=%d has %d schedules; pass --limit N to write the first N, or --force to write them all", d.Name, p.Ops, p.Replicas, total)
+	if opts.Sample > 0 && opts.Limit > 0 {
+		return cmdutil.Usagef("--sample and --limit choose schedules two ways: pass one")
+	}
+	write := func(w io.Writer) error {
+		var err error
+		if opts.Sample > 0 {
+			_, err = schedules.Sample(w, d, p, build.Generator, opts.Sample, opts.Seed)
+		} else {
+			_, err = schedules.Generate(w, d, p, build.Generator, opts.Limit)
+		}
+		return err
+	}
+	if total > BigRun && opts.Limit == 0 && opts.Sample == 0 && !opts.Force {
+		return cmdutil.Usagef("%s with ops=%d replicas=%d has %d schedules; pass --limit N to write the first N, --sample N to draw N at random, or --force to write them all", d.Name, p.Ops, p.Replicas, total)
 	}
 	if opts.Output == "" {
-		_, err := schedules.Generate(opts.Out, d, p, build.Generator, opts.Limit)
-		return err
+		return write(opts.Out)
 	}
-	return writeFile(opts.Output, func(w io.Writer) error {
-		_, err := schedules.Generate(w, d, p, build.Generator, opts.Limit)
-		return err
-	})
+	return writeFile(opts.Output, write)
 }
 
 // writeFile writes path through a temporary file in the same directory, so that a failed or

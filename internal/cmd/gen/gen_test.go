@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 )
 
@@ -21,6 +22,9 @@ func TestRun(t *testing.T) {
 		wantCode int
 	}{
 		{name: "count", opts: Options{DRM: "qcz", Ops: intp(5), Replicas: intp(3), Count: true}, wantOut: "172997\n"},
+		{name: "sample beyond enumeration", opts: Options{DRM: "qcz", Ops: intp(6), Replicas: intp(3), Sample: 3, Seed: 1},
+			wantOut: "# modulo schedules v1\n# drm: qcz\n# ops: 6\n# replicas: 3\n# generator: " + build.Generator + " (a sample of 3 of 2236607 schedules, seed 1)\n# schedules: 3\n"},
+		{name: "sample and limit", opts: Options{DRM: "qcz", Sample: 3, Limit: 2}, wantErr: "--sample and --limit choose schedules two ways: pass one", wantCode: 2},
 		{name: "count by title", opts: Options{DRM: "Q/C/Z", Ops: intp(3), Replicas: intp(5), Count: true}, wantOut: "54655\n"},
 		{name: "defaults from the paper", opts: Options{DRM: "sclr", Count: true}, wantOut: "96\n"},
 		{name: "huge count answers at once", opts: Options{DRM: "qcz", Ops: intp(12), Replicas: intp(3), Count: true}, wantOut: ""},
@@ -30,7 +34,7 @@ func TestRun(t *testing.T) {
 		{name: "unknown drm", opts: Options{DRM: "raft"}, wantErr: `unknown DRM "raft" (known: qce, qcm, qcz, sclr, slr, ssr)`, wantCode: 2},
 		{name: "zero replicas", opts: Options{DRM: "qcz", Replicas: intp(0)}, wantErr: "qcz: replicas must be between 2 and 16, got 0", wantCode: 2},
 		{name: "negative ops", opts: Options{DRM: "qcz", Ops: intp(-1)}, wantErr: "qcz: ops must be between 1 and 16, got -1", wantCode: 2},
-		{name: "enormous", opts: Options{DRM: "qcz", Ops: intp(6), Replicas: intp(3)}, wantErr: "qcz with ops=6 replicas=3 has 2236607 schedules; pass --limit N to write the first N, or --force to write them all", wantCode: 2},
+		{name: "enormous", opts: Options{DRM: "qcz", Ops: intp(6), Replicas: intp(3)}, wantErr: "qcz with ops=6 replicas=3 has 2236607 schedules; pass --limit N to write the first N, --sample N to draw N at random, or --force to write them all", wantCode: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
