@@ -171,24 +171,35 @@ func (g *Graph) Root() *Node { return g.root }
 // initial state, and returns the node reached after each step. It names the first transition
 // that was not enabled, or says why the path does not end a schedule.
 func (g *Graph) Follow(path []Transition) ([]*Node, error) {
+	edges, err := g.FollowEdges(path)
+	nodes := make([]*Node, len(edges))
+	for i := range edges {
+		nodes[i] = edges[i].To
+	}
+	return nodes, err
+}
+
+// FollowEdges is Follow returning the edge taken at each step: the graph's transitions (a
+// state and the step out of it) that the schedule covers.
+func (g *Graph) FollowEdges(path []Transition) ([]Edge, error) {
 	n := g.root
-	nodes := make([]*Node, 0, len(path))
+	edges := make([]Edge, 0, len(path))
 	for i := range path {
 		out := g.Out(n)
 		j := slices.IndexFunc(out, func(e Edge) bool { return Equal(&e.T, &path[i]) })
 		if j < 0 {
-			return nodes, fmt.Errorf("step %d (%s) is not enabled in the state before it (%s)", i+1, path[i].String(), n.State.String())
+			return edges, fmt.Errorf("step %d (%s) is not enabled in the state before it (%s)", i+1, path[i].String(), n.State.String())
 		}
+		edges = append(edges, out[j])
 		n = out[j].To
-		nodes = append(nodes, n)
 	}
 	if len(g.Out(n)) != 0 {
-		return nodes, fmt.Errorf("schedule ends after step %d although transitions are still enabled (%s)", len(path), n.State.String())
+		return edges, fmt.Errorf("schedule ends after step %d although transitions are still enabled (%s)", len(path), n.State.String())
 	}
 	if !g.model.Complete(g.p, &n.State) {
-		return nodes, fmt.Errorf("schedule ends after step %d with replicas the model leaves stuck offline (%s)", len(path), n.State.String())
+		return edges, fmt.Errorf("schedule ends after step %d with replicas the model leaves stuck offline (%s)", len(path), n.State.String())
 	}
-	return nodes, nil
+	return edges, nil
 }
 
 // Equal tells whether two transitions are the same step. An offline resync's From is left out:

@@ -24,7 +24,13 @@ func sample(t *testing.T, p aem.Params, n, seed uint64) ([]byte, []schedules.Sch
 	if _, err := schedules.Sample(&b, d, p, "test", n, seed); err != nil {
 		t.Fatal(err)
 	}
-	r, err := schedules.NewReader(bytes.NewReader(b.Bytes()), "sample")
+	return b.Bytes(), readBack(t, b.Bytes())
+}
+
+// readBack reads a schedule file's schedules, failing t at the first problem.
+func readBack(t *testing.T, file []byte) []schedules.Schedule {
+	t.Helper()
+	r, err := schedules.NewReader(bytes.NewReader(file), "file")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,14 +38,13 @@ func sample(t *testing.T, p aem.Params, n, seed uint64) ([]byte, []schedules.Sch
 	for {
 		s, err := r.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return all
 		}
 		if err != nil {
-			t.Fatalf("the sample does not read back: %v", err)
+			t.Fatalf("the file does not read back: %v", err)
 		}
 		all = append(all, s)
 	}
-	return b.Bytes(), all
 }
 
 // TestSampleDeep: 1,000 schedules of Q/C/Z ops=6 (2,236,607 in all, never enumerated here)

@@ -2,6 +2,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/executor"
@@ -46,9 +48,17 @@ type Options struct {
 	Preset string
 	// Retry lists the recorded verdicts whose schedules run again (incomplete, fail, pass).
 	Retry []string
+	// Order is OrderFile (also when empty) or OrderCoverage.
+	Order string
 
 	config.Overrides
 }
+
+// The orders in which run takes a file's schedules.
+const (
+	OrderFile     = "file"     // the file's: canonical, for a generated file
+	OrderCoverage = "coverage" // every transition of the state graph taken as early as possible
+)
 
 // retryVerdicts reads --retry.
 func retryVerdicts(names []string) ([]oracle.Verdict, error) {
@@ -164,6 +174,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
 	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
 	f.BoolVar(&ephemeral, cmdutil.EphemeralFlag, false, cmdutil.EphemeralUsage)
+	f.StringVar(&opts.Order, "order", OrderFile, "run the schedules in the file's `ORDER` (file), or so that every transition of the model's state graph (a state and a step out of it) is taken as early as possible (coverage), then the rest")
 	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
@@ -203,12 +214,16 @@ func Run(opts *Options) error {
 			return cmdutil.Usage(err)
 		}
 	}
-	if len(opts.IDs) == 0 { // selectSchedules reads the whole file for IDs
+	order := cmp.Or(opts.Order, OrderFile)
+	if order != OrderFile && order != OrderCoverage {
+		return cmdutil.Usagef("--order must be %s or %s, not %q", OrderFile, OrderCoverage, order)
+	}
+	if len(opts.IDs) == 0 && order == OrderFile { // otherwise selectSchedules reads the whole file
 		if err := schedules.Validate(opts.File); err != nil {
 			return cmdutil.Usage(err)
 		}
 	}
-	next, total, err := selectSchedules(r, opts.File, opts.IDs)
+	next, total, err := selectSchedules(r, opts.File, opts.IDs, order)
 	if err != nil {
 		return err
 	}
@@ -291,8 +306,8 @@ func outcome(s executor.Summary, failures string) cmdutil.Outcome {
 // selectSchedules returns the source of the schedules to run and their number: the whole
 // file, streamed, or the schedules with the given IDs, read first so that an unknown ID is
 // reported before anything runs.
-func selectSchedules(r *schedules.Reader, file string, ids []string) (func() (schedules.Schedule, error), uint64, error) {
-	if len(ids) == 0 {
+func selectSchedules(r *schedules.Reader, file string, ids []string, order string) (func() (schedules.Schedule, error), uint64, error) {
+	if len(ids) == 0 && order == OrderFile {
 		return r.Next, r.Header.Count, nil
 	}
 	want := map[string]bool{}
@@ -308,7 +323,7 @@ func selectSchedules(r *schedules.Reader, file string, ids []string) (func() (sc
 		if err != nil {
 			return nil, 0, cmdutil.Usage(err)
 		}
-		if want[s.ID] {
+		if len(ids) == 0 || want[s.ID] {
 			picked = append(picked, s)
 			delete(want, s.ID)
 		}
@@ -316,6 +331,15 @@ func selectSchedules(r *schedules.Reader, file string, ids []string) (func() (sc
 	if len(want) > 0 {
 		missing := slices.Sorted(maps.Keys(want))
 		return nil, 0, cmdutil.Usagef("%s: no schedule with ID %s", file, strings.Join(missing, ", "))
+	}
+	if order == OrderCoverage {
+		g, err := aem.NewGraph(r.Header.DRM.Model, r.Header.Params)
+		if err != nil {
+			return nil, 0, cmdutil.Usage(err)
+		}
+		if picked, err = schedules.CoverageOrder(g, picked); err != nil {
+			return nil, 0, cmdutil.Usage(fmt.Errorf("%s: %w", file, err))
+		}
 	}
 	return func() (schedules.Schedule, error) {
 		if len(picked) == 0 {

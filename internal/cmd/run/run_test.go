@@ -2,16 +2,20 @@ package run
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/schedules"
 
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
@@ -281,5 +285,38 @@ func TestRunIDs(t *testing.T) {
 	}
 	if len(recs) != 2 || !got[ids[0]] || !got[ids[1]] {
 		t.Errorf("recorded %v, want %v", got, ids)
+	}
+}
+
+// TestSelectCoverageOrder: --order coverage runs every schedule of the file once, in another
+// order than the file's.
+func TestSelectCoverageOrder(t *testing.T) {
+	var ids [2][]string
+	for k, order := range []string{OrderFile, OrderCoverage} {
+		r, f, err := schedules.Open(ssrFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, total, err := selectSchedules(r, ssrFile, nil, order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			s, err := next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids[k] = append(ids[k], s.ID)
+		}
+		f.Close()
+		if uint64(len(ids[k])) != total || total != 24 {
+			t.Fatalf("order %s: %d schedules, total %d, want 24", order, len(ids[k]), total)
+		}
+	}
+	if slices.Equal(ids[0], ids[1]) || !slices.Equal(slices.Sorted(slices.Values(ids[0])), slices.Sorted(slices.Values(ids[1]))) {
+		t.Errorf("coverage order %v is not another order of the file's %v", ids[1], ids[0])
 	}
 }
