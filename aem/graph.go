@@ -237,3 +237,20 @@ func (g *Graph) Unrank(k uint64) ([]Edge, error) {
 		}
 	}
 }
+
+// Transitions counts the graph's transitions that some schedule takes: the edges into a state
+// from which a schedule ends (every state of the graph is reached from the initial one).
+func (g *Graph) Transitions() (int, error) {
+	if _, err := g.Count(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, node := range g.nodes {
+		for _, e := range node.edges {
+			if e.To.count > 0 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -21,6 +21,9 @@ type chart struct {
 	XTicks, YTicks []tick
 	Bars           []bar
 	Line           string // polyline points, "x,y x,y ..."
+	// Line2 is a second curve and Legend names the two, when set.
+	Line2  string
+	Legend [2]string
 	Marks          []mark
 	Empty          string // said in the plot area when there is nothing to draw
 }
@@ -83,26 +86,38 @@ func ticks(max float64, n int, length float64, label func(float64) string) ([]ti
 }
 
 // seconds labels a time in seconds as people read it: "850ms", "12s", "3m", "1.5h".
-func seconds(s float64) string { return secondsIn(s)(s) }
+func seconds(s float64) string {
+	unit, name := timeUnit(s)
+	if s == 0 {
+		return "0"
+	}
+	return trimZero(fmt.Sprintf("%.3g", s/unit)) + name
+}
 
-// secondsIn returns the labeller of an axis whose largest time is top: every tick in the unit
-// that suits top ("0", "30s", "60s", "90s", not "90s", "2m").
-func secondsIn(top float64) func(float64) string {
-	unit, name := 3600.0, "h"
+// timeUnit is the unit, in seconds, and its name, that suits a time of top seconds.
+func timeUnit(top float64) (float64, string) {
 	switch {
 	case top < 1:
-		unit, name = 0.001, "ms"
+		return 0.001, "ms"
 	case top < 120:
-		unit, name = 1, "s"
+		return 1, "s"
 	case top < 7200:
-		unit, name = 60, "m"
+		return 60, "m"
 	}
-	return func(s float64) string {
-		if s == 0 {
+	return 3600, "h"
+}
+
+// timeTicks is ticks for a time axis whose largest time is max seconds: round steps in the
+// unit that suits max, every tick labelled in it ("0", "1m", "2m", not "50s", "1.67m").
+func timeTicks(max float64, n int, length float64) ([]tick, float64) {
+	unit, name := timeUnit(max)
+	ts, top := ticks(max/unit, n, length, func(v float64) string {
+		if v == 0 {
 			return "0"
 		}
-		return trimZero(fmt.Sprintf("%.3g", s/unit)) + name
-	}
+		return trimZero(fmt.Sprintf("%.3g", v)) + name
+	})
+	return ts, top * unit
 }
 
 func trimZero(s string) string {
@@ -126,7 +141,7 @@ func histogram(c *chart, values []float64, maxBins int) {
 	}
 	bins := min(maxBins, int(math.Ceil(math.Sqrt(float64(len(values)))))+1)
 	var top float64
-	c.XTicks, top = ticks(hi, 5, c.PlotW, secondsIn(hi))
+	c.XTicks, top = timeTicks(hi, 5, c.PlotW)
 	width := top / float64(bins)
 	counts := make([]int, bins)
 	for _, v := range values {

@@ -166,12 +166,14 @@ func (p *page) verdicts() {
 // do: each record adds the time since the previous one ended, but no more than its own
 // duration, so that the gap between a run and the run that resumed it does not count.
 func coverage(s *results.Summary) *chart {
-	c := newChart("coverage-curve", "coverage: schedules with a verdict, as a share of all", 1140, 300)
-	c.XLabel, c.YLabel = "time the campaign ran", "share of all schedules"
+	c := newChart("coverage-curve", "coverage: schedules with a verdict, and the model's transitions they took, as shares of all", 1140, 300)
+	c.XLabel, c.YLabel = "time the campaign ran", "share of all"
 	recs := slices.Clone(s.All)
 	slices.SortStableFunc(recs, func(a, b results.Record) int { return a.End.Compare(b.End) })
 	type point struct{ t, share float64 }
 	pts := []point{{0, 0}}
+	took := transitionsTaken(s)
+	tpts := []point{{0, 0}}
 	var fails []point
 	var failIDs []string
 	var active time.Duration
@@ -195,6 +197,9 @@ func coverage(s *results.Summary) *chart {
 			share = float64(len(seen)) / float64(s.Total)
 		}
 		pts = append(pts, point{active.Seconds(), share})
+		if took != nil {
+			tpts = append(tpts, point{active.Seconds(), took(r.ID)})
+		}
 		if r.Verdict == oracle.Fail && !failed[r.ID] {
 			failed[r.ID] = true
 			fails = append(fails, point{active.Seconds(), share})
@@ -207,7 +212,7 @@ func coverage(s *results.Summary) *chart {
 	}
 	// The axis ends where the curve does: a campaign's time is not rounded up.
 	top := pts[len(pts)-1].t
-	all, rounded := ticks(top, 8, c.PlotW, secondsIn(top))
+	all, rounded := timeTicks(top, 8, c.PlotW)
 	for _, tk := range all {
 		if pos := tk.Pos * rounded / top; pos <= c.PlotW+0.5 {
 			c.XTicks = append(c.XTicks, tick{Pos: pos, Label: tk.Label})
@@ -223,10 +228,59 @@ func coverage(s *results.Summary) *chart {
 		line = fmt.Appendf(line, "%.1f,%.1f ", x(pt.t), y(pt.share))
 	}
 	c.Line = string(line)
+	if took != nil {
+		line = line[:0]
+		for _, pt := range tpts {
+			line = fmt.Appendf(line, "%.1f,%.1f ", x(pt.t), y(pt.share))
+		}
+		c.Line2, c.Legend = string(line), [2]string{"schedules with a verdict", "transitions taken (a state and a step out of it)"}
+	}
 	for i, f := range fails {
 		c.Marks = append(c.Marks, mark{X: x(f.t), Y: y(f.share), Title: fmt.Sprintf("%s failed at %s", failIDs[i], seconds(f.t))})
 	}
 	return c
+}
+
+// transitionsTaken returns a function that, called with the IDs of the schedules with a
+// verdict in the order they got it, returns the share of the model's transitions that they
+// have taken so far; nil when the campaign's schedules cannot be found (a campaign whose DRM
+// changed since) or are too many to look up here.
+func transitionsTaken(s *results.Summary) func(id string) float64 {
+	const maxLookup = 1_000_000 // finding schedules by ID enumerates the model
+	if s.Total == 0 || s.Total > maxLookup {
+		return nil
+	}
+	h, err := s.Campaign.Header()
+	if err != nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	for _, r := range s.All {
+		ids[r.ID] = true
+	}
+	found, err := results.FindSchedules(s.Campaign, ids)
+	if err != nil {
+		return nil
+	}
+	g, err := aem.NewGraph(h.DRM.Model, h.Params)
+	if err != nil {
+		return nil
+	}
+	total, err := g.Transitions()
+	if err != nil || total == 0 {
+		return nil
+	}
+	covered := map[int]bool{}
+	return func(id string) float64 {
+		if sc, ok := found[id]; ok {
+			if edges, err := g.FollowEdges(sc.Steps); err == nil {
+				for _, e := range edges {
+					covered[e.ID] = true
+				}
+			}
+		}
+		return float64(len(covered)) / float64(total)
+	}
 }
 
 // Step kinds, in the order their histograms are drawn.

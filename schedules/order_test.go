@@ -47,6 +47,9 @@ func TestCoverageOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := plain[len(plain)-1]
+	if n, err := g.Transitions(); err != nil || n != total {
+		t.Fatalf("the graph has %d transitions (%v), the schedules take %d", n, err, total)
+	}
 	if cover[len(cover)-1] != total {
 		t.Fatalf("the coverage order takes %d transitions, the canonical %d", cover[len(cover)-1], total)
 	}
