@@ -24,8 +24,8 @@ type chart struct {
 	// Line2 is a second curve and Legend names the two, when set.
 	Line2  string
 	Legend [2]string
-	Marks          []mark
-	Empty          string // said in the plot area when there is nothing to draw
+	Marks  []mark
+	Empty  string // said in the plot area when there is nothing to draw
 }
 
 type tick struct {
