@@ -122,7 +122,7 @@ func TestStartChecks(t *testing.T) {
 		{"wrong type", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`copies = "two"`) },
 			"etcd config: toml: line 1 (last key \"copies\"): incompatible types", ""},
 		{"bad break", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`break_realisation = "yes"`) },
-			`etcd config: break_realisation must be "leave-behind", "skip-relink", "lose-write" or unset, got "yes"`, ""},
+			`etcd config: break_realisation must be "leave-behind", "skip-relink", "lose-write", "skip-wait" or unset, got "yes"`, ""},
 		{"no keys at all", etcdAbout, bareSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`server = "x"`) },
 			`etcd config: unknown key "server"`, ""},
 		{"DRM of another plugin", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.DRM = "ssr" },

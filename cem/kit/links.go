@@ -368,8 +368,12 @@ func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.
 			}
 		}
 	}
-	if err := e.relink(ctx, t, next); err != nil {
+	skip := e.p.skipWait(next)
+	if err := e.relink(ctx, t, next, !skip); err != nil {
 		return err
+	}
+	if skip {
+		return nil
 	}
 	if err := e.awaitConverged(ctx, next); err != nil {
 		return err
@@ -442,9 +446,9 @@ func (e *linkEngine) treeDiffers(ctx context.Context, s *aem.State, root int) (s
 func finalValue(v string) string { return v + ":final" }
 
 // relink makes every running server's link what the model wants in next: unlinks first, then
-// new links from the primaries down, each waited for before the next. With break_realisation
-// = "skip-relink" the replicas of t's group are not linked to their sources.
-func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.State) error {
+// new links from the primaries down, each waited for before the next (when wait). With
+// break_realisation = "skip-relink" the replicas of t's group are not linked to their sources.
+func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.State, wait bool) error {
 	for _, i := range e.linkOrder(next) {
 		r := e.reps()[i]
 		want := e.wantLink(next, i)
@@ -468,7 +472,7 @@ func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.St
 			return err
 		}
 		r.promoted = false // it follows its source again, which resyncs it
-		if e.chainOnline(next, i) {
+		if wait && e.chainOnline(next, i) {
 			if err := e.awaitInSync(ctx, r, e.reps()[want]); err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package kit_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/schedules"
 )
 
 // memSystem is an in-memory kit.System that realises both families of models, so that the
@@ -409,6 +412,98 @@ func TestMemSystemConformance(t *testing.T) {
 				StepTimeout:  3 * time.Second,
 				NoServers:    true,
 			})
+		})
+	}
+}
+
+// TestSkipWaitHealedDivergence: with break_realisation = "skip-wait", a check right after a
+// convergence that is not the last sees replicas that differ (the in-memory system lags), and
+// the end, whose convergence waits, sees them agree: the divergence that only a check after
+// every convergence catches.
+func TestSkipWaitHealedDivergence(t *testing.T) {
+	for _, drm := range []string{"qce", "slr"} {
+		t.Run(drm, func(t *testing.T) {
+			d, err := drms.Lookup(drm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			params := aem.Params{Ops: 2, Replicas: 3}
+			var file bytes.Buffer
+			if _, err := schedules.Generate(&file, d, params, "test", 0); err != nil {
+				t.Fatal(err)
+			}
+			r, err := schedules.NewReader(&file, drm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []aem.Transition
+			mid := -1
+			for {
+				s, err := r.Next()
+				if err != nil {
+					break
+				}
+				// A convergence before the last step whose replicas online after it held
+				// different versions before it: one of them has something to catch up on.
+				st := d.Model.Init(params)
+				for i := range s.Steps[:len(s.Steps)-1] {
+					next := d.Model.Apply(params, &st, &s.Steps[i])
+					var versions []int
+					for r, on := range next.On {
+						if on {
+							versions = append(versions, st.RS[r])
+						}
+					}
+					if s.Steps[i].Kind == aem.Convergence && slices.Min(versions) != slices.Max(versions) {
+						steps, mid = s.Steps, i
+						break
+					}
+					st = next
+				}
+				if mid >= 0 {
+					break
+				}
+			}
+			if mid < 0 {
+				t.Fatal("no schedule has a convergence before its last step that brings back a replica behind")
+			}
+			p := kit.New(memAbout(drm), &memSystem{})
+			spec := cem.ClusterSpec{DRM: drm, Ops: params.Ops, Replicas: params.Replicas, Dir: t.TempDir(),
+				BasePort: plugintest.ReservePorts(t, params.Replicas), ScheduleID: "skipwait", StepTimeout: 3 * time.Second,
+				Config: []byte("lag_ms = 300\n" + kit.BreakKey + " = \"" + kit.BreakSkipWait + "\"\n")}
+			ctx := context.Background()
+			if err := p.Start(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Teardown(context.Background()) })
+			state := d.Model.Init(params)
+			for i := range steps {
+				enabled := d.Model.Next(params, &state, nil)
+				k := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &steps[i]) })
+				if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: steps[i].String()}); err != nil {
+					t.Fatalf("step %d %s: %v", i+1, steps[i], err)
+				}
+				state = d.Model.Apply(params, &state, &enabled[k])
+				if i != mid {
+					continue
+				}
+				snap, err := p.Read(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if div := oracle.CompareGroups(snap, oracle.Promised(&state)); div.Converged() {
+					t.Errorf("after step %d %s, not waited for, the replicas agree", i+1, steps[i])
+				} else {
+					t.Logf("after step %d %s: %s", i+1, steps[i], div.Line())
+				}
+			}
+			snap, err := p.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if div := oracle.Compare(snap); !div.Converged() {
+				t.Errorf("at the end of %s the replicas differ: %s", schedules.Body(steps), div.Line())
+			}
 		})
 	}
 }

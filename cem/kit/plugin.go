@@ -45,11 +45,16 @@ const teardownTimeout = 10 * time.Second
 // overwrites the schedule's first acknowledged write, through the leader, with another value
 // that it does not report, and waits until every replica holds it: the replicas agree, and
 // the write they acknowledged is gone from all of them.
+//
+// break_realisation = "skip-wait": every convergence but the last returns without waiting for
+// the cluster to catch up, so that a check made right after it sees replicas that differ, which
+// the last convergence, which waits, heals.
 const (
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
 	BreakSkipRelink  = "skip-relink"
 	BreakLoseWrite   = "lose-write"
+	BreakSkipWait    = "skip-wait"
 	ProbeKey         = "modulo-probe"
 	BehindKey        = "modulo-behind"
 )
@@ -186,8 +191,10 @@ func (p *Plugin) configure(data []byte) (string, error) {
 			return "", errors.New(prefix + err.Error())
 		}
 	}
-	if own.Break != "" && own.Break != BreakLeaveBehind && own.Break != BreakSkipRelink && own.Break != BreakLoseWrite {
-		return "", fmt.Errorf("%s%s must be %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, own.Break)
+	switch own.Break {
+	case "", BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait:
+	default:
+		return "", fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
 	}
 	return own.Break, nil
 }
@@ -519,6 +526,16 @@ func (p *Plugin) teardown(ctx context.Context) error {
 	}
 	p.c = nil
 	return nil
+}
+
+// skipWait tells whether break_realisation = "skip-wait" leaves out the wait of the
+// convergence that leads to next, and records it when it does.
+func (p *Plugin) skipWait(next *aem.State) bool {
+	if p.brk != BreakSkipWait || p.last(next) {
+		return false
+	}
+	p.act(nil, "skipped: the wait for the cluster to catch up (%s = %q)", BreakKey, BreakSkipWait)
+	return true
 }
 
 // last tells whether s ends the schedule: the model enables nothing after it.

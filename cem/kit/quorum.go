@@ -69,6 +69,9 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 			return err
 		}
 	}
+	if e.p.skipWait(next) {
+		return nil
+	}
 	return e.p.awaitCaughtUp(ctx, e.online(next))
 }
 

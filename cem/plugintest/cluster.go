@@ -87,20 +87,21 @@ func FreePorts(t testing.TB, n int) int {
 	if testing.Short() {
 		t.Skip("starts servers (ports reserved with plugintest.FreePorts); run without -short")
 	}
-	return reservePorts(t, n)
+	return ReservePorts(t, n)
 }
 
 // ports reserves a cluster's ports: with FreePorts, unless the plugin starts no real server.
 func (s *suite) ports(t *testing.T, n int) int {
 	t.Helper()
 	if s.cfg.NoServers {
-		return reservePorts(t, n)
+		return ReservePorts(t, n)
 	}
 	return FreePorts(t, n)
 }
 
-// reservePorts is FreePorts under -short too.
-func reservePorts(t testing.TB, n int) int {
+// ReservePorts is FreePorts under -short too: for processes that are stand-ins and start no
+// real server (the kit's in-memory system).
+func ReservePorts(t testing.TB, n int) int {
 	t.Helper()
 	blocks := (n + portBlock - 1) / portBlock
 	dir := filepath.Join(os.TempDir(), "modulo-test-ports")
