@@ -167,6 +167,13 @@ type LinkPolicy interface {
 	Probe() bool
 }
 
+// Deleter is implemented by a quorum system whose written keys can be deleted. Only
+// break_realisation = "lose-write", which breaks the realisation on purpose to test the
+// oracle, uses it: Delete removes key through r, the leader, and returns once that committed.
+type Deleter interface {
+	Delete(ctx context.Context, r *Replica, key string) error
+}
+
 // Observer is implemented by a system that can say what it sees of a replica once a step has
 // settled: its role and the leader's term or epoch, its position (zxid, offset, optime), how it
 // was resynced since the last observation (from its log, say). The kit calls Observe on every

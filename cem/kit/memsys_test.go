@@ -230,6 +230,10 @@ func inSync(m, src *memReplica) bool {
 func (m *memReplica) data() map[string]string {
 	d := map[string]string{}
 	for _, e := range m.log {
+		if e.value == deleted {
+			delete(d, e.key)
+			continue
+		}
 		d[e.key] = e.value
 	}
 	return d
@@ -276,6 +280,14 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 	}
 	return nil
 }
+
+// Delete appends a deletion to the leader's log, which replicates as writes do.
+func (s *memSystem) Delete(ctx context.Context, r *kit.Replica, key string) error {
+	return s.Write(ctx, r, key, deleted)
+}
+
+// deleted is the value of a deletion in a log: data() drops the key.
+const deleted = "\x00deleted"
 
 func (s *memSystem) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
 	if err := awaitServing(ctx, r); err != nil {

@@ -41,9 +41,9 @@ const teardownTimeout = 10 * time.Second
 // to its source, so that schedules end with replicas of one tree that really differ, and a
 // shorter schedule can still show it (modulo shrink is tested with it).
 //
-// break_realisation = "lose-write" (quorum models): after the schedule's last step the kit
-// overwrites the schedule's first acknowledged write, through the leader, with another value
-// that it does not report, and waits until every replica holds it: the replicas agree, and
+// break_realisation = "lose-write" (quorum models whose system is a Deleter): after the
+// schedule's last step the kit deletes the key of the schedule's first acknowledged write,
+// through the leader, and waits until every replica has caught up: the replicas agree, and
 // the write they acknowledged is gone from all of them.
 //
 // break_realisation = "skip-wait": every convergence but the last returns without waiting for
@@ -218,6 +218,9 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		q, ok := p.sys.(Quorum)
 		if err := need(ok, "Quorum"); err != nil {
 			return nil, err
+		}
+		if _, ok := p.sys.(Deleter); p.brk == BreakLoseWrite && !ok {
+			return nil, fmt.Errorf("%s = %q needs the system to implement kit.Deleter", BreakKey, BreakLoseWrite)
 		}
 		logs, _ := p.sys.(LogReader)
 		return &quorumEngine{p: p, q: q, logs: logs}, nil

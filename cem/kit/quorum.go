@@ -255,8 +255,8 @@ func (e *quorumEngine) leaveBehind(ctx context.Context) error {
 	return e.p.awaitCaughtUp(ctx, rest)
 }
 
-// loseWrite realises break_realisation = "lose-write": the schedule's first acknowledged write
-// gets another value, which is not reported, on every online replica.
+// loseWrite realises break_realisation = "lose-write": the key of the schedule's first
+// acknowledged write is deleted, unreported, from every online replica.
 func (e *quorumEngine) loseWrite(ctx context.Context) error {
 	p := e.p
 	if len(p.acked) == 0 {
@@ -268,13 +268,13 @@ func (e *quorumEngine) loseWrite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = p.call(ctx, fmt.Sprintf("%s to accept write %s", leader.Name, w.Key), func(ctx context.Context) error {
-		return p.sys.Write(ctx, leader, w.Key, w.Value+":lost")
+	err = p.call(ctx, fmt.Sprintf("%s to delete %s", leader.Name, w.Key), func(ctx context.Context) error {
+		return p.sys.(Deleter).Delete(ctx, leader, w.Key)
 	})
 	if err != nil {
 		return err
 	}
-	p.act(leader, "%s = %q: write %s = %q, not reported", BreakKey, BreakLoseWrite, w.Key, w.Value+":lost")
+	p.act(leader, "%s = %q: delete %s, not reported", BreakKey, BreakLoseWrite, w.Key)
 	return p.awaitCaughtUp(ctx, e.online(&p.state))
 }
 

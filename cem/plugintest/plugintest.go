@@ -9,9 +9,10 @@
 //   - oracle: a schedule realised with the kit's break_realisation = "leave-behind", after which
 //     the oracle's comparison (oracle.Compare) must report the replica left behind, and
 //     every readable replica must hold the probe key written to the whole cluster before;
-//   - lost write (quorum models): a schedule realised with break_realisation = "lose-write",
-//     whose steps must report their writes, a committed one acknowledged; the replicas must
-//     agree, and the oracle's durability check (oracle.LostWrites) must report that write;
+//   - lost write (quorum models whose system can delete a key, kit.Deleter): a schedule
+//     realised with break_realisation = "lose-write", whose steps must report their writes, a
+//     committed one acknowledged; the replicas must agree, and the oracle's durability check
+//     (oracle.LostWrites) must report that write;
 //   - teardown: Start fails with one line naming a busy port, and Teardown after it and after
 //     a step is safe to call twice, leaves no pid file and no live process in any group that
 //     a pid file ever named (the same check ends every cluster of the suite);
@@ -405,7 +406,16 @@ func (s *suite) lostWrite(t *testing.T, plan Plan) {
 		t.Fatal("no schedule of the plan commits a write")
 	}
 	config := append([]byte(kit.BreakKey+" = \""+kit.BreakLoseWrite+"\"\n"), s.cfg.PluginConfig...)
-	_, snap, writes := s.realise(t, s.cfg.New(), plan.Schedules[k].Steps, config)
+	steps := plan.Schedules[k].Steps
+	c := s.newCluster(t, s.cfg.New(), config, steps)
+	if err := c.start(t); err != nil {
+		if strings.Contains(err.Error(), "kit.Deleter") {
+			t.Skipf("the plugin cannot lose a write: %v", err)
+		}
+		t.Fatalf("start: %v", err)
+	}
+	writes := s.applyAll(t, c, steps)
+	snap := c.read(t)
 	acked := slices.IndexFunc(writes, func(w cem.Write) bool { return w.Acked })
 	if acked < 0 {
 		t.Fatalf("the steps reported writes %+v, none acknowledged, although a write reached a quorum", writes)
@@ -429,6 +439,14 @@ func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config 
 	if err := c.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
+	writes := s.applyAll(t, c, steps)
+	return c, c.read(t), writes
+}
+
+// applyAll realises steps on c, logging each step's actions, and returns the writes the steps
+// reported.
+func (s *suite) applyAll(t *testing.T, c *cluster, steps []aem.Transition) []cem.Write {
+	t.Helper()
 	var writes []cem.Write
 	for i := range steps {
 		rep, err := c.apply(t, i, &steps[i])
@@ -442,5 +460,5 @@ func (s *suite) realise(t *testing.T, p cem.CEM, steps []aem.Transition, config 
 		t.Logf("step %d %s:%s", i+1, steps[i], b.String())
 		writes = append(writes, rep.Writes...)
 	}
-	return c, c.read(t), writes
+	return writes
 }

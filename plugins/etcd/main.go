@@ -105,6 +105,11 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	return s.call(ctx, r, "/v3/kv/put", map[string][]byte{"key": []byte(key), "value": []byte(value)}, &struct{}{})
 }
 
+// Delete deletes the key through the leader r, for break_realisation = "lose-write".
+func (s *system) Delete(ctx context.Context, r *kit.Replica, key string) error {
+	return s.call(ctx, r, "/v3/kv/deleterange", map[string][]byte{"key": []byte(key)}, &struct{}{})
+}
+
 // ReadAll reads every key from r alone: a serializable range from "\x00" to the end.
 func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
 	var resp struct{ Kvs []struct{ Key, Value []byte } }

@@ -108,6 +108,16 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	return c.write(ctx, key, value)
 }
 
+// Delete deletes the document of key through the primary r, for break_realisation =
+// "lose-write".
+func (s *system) Delete(ctx context.Context, r *kit.Replica, key string) error {
+	c, err := s.conn(r)
+	if err != nil {
+		return err
+	}
+	return c.delete(ctx, key)
+}
+
 func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
 	c, err := s.conn(r)
 	if err != nil {

@@ -119,6 +119,17 @@ func (c *conn) stepUp(ctx context.Context) error {
 	return err
 }
 
+// delete deletes the document of key with w:majority, j:true: once it has committed.
+func (c *conn) delete(ctx context.Context, key string) error {
+	journal := true
+	coll := c.client.Database(dataDB).Collection(dataColl, options.Collection().
+		SetWriteConcern(&writeconcern.WriteConcern{W: "majority", Journal: &journal}))
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: key}}); err != nil {
+		return fmt.Errorf("%s: delete %s: %w", c.name, key, err)
+	}
+	return nil
+}
+
 // notPrimaryCodes are the server error codes of a write refused because the member is not, or
 // no longer, a writable primary: NotWritablePrimary, NotPrimaryNoSecondaryOk,
 // InterruptedDueToReplStateChange, PrimarySteppedDown.

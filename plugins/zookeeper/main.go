@@ -86,6 +86,16 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	return sess.create(ctx, "/"+key, []byte(value))
 }
 
+// Delete deletes the znode "/"+key through the leader r, for break_realisation = "lose-write".
+func (s *system) Delete(ctx context.Context, r *kit.Replica, key string) error {
+	sess, err := openSession(ctx, r.Addr(0))
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	return sess.delete(ctx, "/"+key)
+}
+
 // ReadAll reads every top-level znode but ZooKeeper's own, through a session with r alone,
 // after a sync.
 func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {

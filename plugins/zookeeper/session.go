@@ -82,6 +82,12 @@ func (s *session) create(ctx context.Context, path string, data []byte) error {
 	})
 }
 
+// delete deletes path, whatever its version, and waits for the result: on a leader, for the
+// delete to commit.
+func (s *session) delete(ctx context.Context, path string) error {
+	return s.do(ctx, "delete "+path, func() error { return s.conn.Delete(path, -1) })
+}
+
 // sync makes the replica catch up with the leader, so that reads after it see every write the
 // leader had committed when it answered.
 func (s *session) sync(ctx context.Context, path string) error {
