@@ -65,8 +65,12 @@ func TestProtocol(t *testing.T) {
 			t.Errorf("action = %+v, want replica -1, \"wrote step 4\", a time between %v and %v",
 				a, before, after)
 		}
+		report, err = c.Apply(ctx, Step{Index: 4, Transition: "report all"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		wantRest := StepReport{
-			Writes:       []Write{{Key: "step 4", Value: "D[1,0,0]", Acked: true}},
+			Writes:       []Write{{Key: "step 4", Value: "report all", Acked: true}},
 			Observations: []Observation{{Replica: 1, Fields: map[string]string{"role": "leader", "term": "2"}}},
 			Alarms:       []Alarm{{Replica: 2, What: "digest mismatches: 1"}},
 		}

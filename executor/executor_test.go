@@ -388,15 +388,14 @@ func TestRunRetriesErrors(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir, h)
 	sys := newFakeSystem(t, 10)
-	c := campaign(t, sys, st, h, all[:3], 1)
-	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.BasePort))
-	if err != nil {
-		t.Fatal(err)
+	for _, s := range all[:3] {
+		sys.behave[s.ID] = behaviour{startErr: "the server binary went missing"}
 	}
+	c := campaign(t, sys, st, h, all[:3], 1)
 	sum, err := executor.Run(context.Background(), c)
-	l.Close()
+	sys.check()
 	if err != nil || sum.Error != 3 {
-		t.Fatalf("busy port run: %+v, %v", sum, err)
+		t.Fatalf("first run: %+v, %v; want 3 errors", sum, err)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)

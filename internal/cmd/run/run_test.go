@@ -171,7 +171,9 @@ func TestRunThroughPluginProcess(t *testing.T) {
 	base := plugintest.FreePorts(t, 20)
 	run := func() (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := Run(&Options{Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "ssr", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(2), BasePort: &base}})
+		// Judged at the end: the test plugin's replicas hold each their own ports, which the
+		// detail then names for all three.
+		err := Run(&Options{Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "ssr", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(2), BasePort: &base, Check: ptr(oracle.End)}})
 		return out.String(), errOut.String(), err
 	}
 
@@ -186,7 +188,8 @@ func TestRunThroughPluginProcess(t *testing.T) {
 	}
 	wantStderr := regexp.MustCompile(`^modulo: 24 ssr schedules \(ops=1, replicas=3\) of ` + regexp.QuoteMeta(ssrFile) +
 		` on testplugin 1\.2\.3 with memory 0, 2 workers; results in ` + regexp.QuoteMeta(campaignDir) + "\n" +
-		`progress: 24/24 \(100\.0%\), [0-9.]+/(s|min), ETA 0s, pass 0, fail 24, incomplete 0, error 0\n$`)
+		`progress: 24/24 \(100\.0%\), [0-9.]+/(s|min), ETA 0s, pass 0, fail 24, incomplete 0, error 0\n` +
+		`modulo: next: modulo results \S+ \(verdicts, failures\); modulo report \S+ -o report\.html \(a page with timelines\)\n$`)
 	if !wantStderr.MatchString(errOut) {
 		t.Errorf("stderr = %q, want it to match %s", errOut, wantStderr)
 	}
