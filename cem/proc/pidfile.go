@@ -38,16 +38,7 @@ func ReadPidFile(path string) (PidFile, error) {
 // does not exist holds none.
 func PidFiles(dir string) ([]PidFile, error) {
 	var files []PidFile
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), PidFileSuffix) {
-			return nil
-		}
+	err := walkPidFiles(dir, func(path string) error {
 		f, err := ReadPidFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // removed by a Kill meanwhile
@@ -62,6 +53,23 @@ func PidFiles(dir string) ([]PidFile, error) {
 		return nil, fmt.Errorf("list pid files in %s: %w", dir, err)
 	}
 	return files, nil
+}
+
+// walkPidFiles calls each with the path of every pid file under dir; a directory that does not
+// exist holds none.
+func walkPidFiles(dir string, each func(path string) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), PidFileSuffix) {
+			return nil
+		}
+		return each(path)
+	})
 }
 
 // GroupAlive tells whether some process of the group that the recorded server leads or led is

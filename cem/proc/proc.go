@@ -291,16 +291,7 @@ func KillLeftovers(dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), LeftoverTimeout)
 	defer cancel()
 	var errs []error
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), PidFileSuffix) {
-			return nil
-		}
+	err := walkPidFiles(dir, func(path string) error {
 		if err := killPidFile(ctx, path); err != nil {
 			errs = append(errs, err)
 		}
