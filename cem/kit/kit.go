@@ -176,13 +176,21 @@ type Deleter interface {
 
 // Observer is implemented by a system that can say what it sees of a replica once a step has
 // settled: its role and the leader's term or epoch, its position (zxid, offset, optime), how it
-// was resynced since the last observation (from its log, say). The kit calls Observe on every
+// was resynced (SyncLogger reads that from logs). The kit calls Observe on every
 // running, unsuspended replica after every step; the fields go into the schedule's record and
 // explain its verdict, and replay compares them between runs. Observing must change nothing
 // (read-only status commands, logs). An error is recorded as the field "error". The cem.Observe
 // constants name the fields systems share.
 type Observer interface {
 	Observe(ctx context.Context, c *Cluster, r *Replica) (map[string]string, error)
+}
+
+// SyncLogger is implemented by a system whose servers log how they are resynced. After every
+// step the kit reads the lines each running replica's server logged since the last step and
+// records, as the observation's cem.ObserveSync field, the kinds of those that match, in
+// order ("TRUNC,DIFF").
+type SyncLogger interface {
+	SyncLines() []LineKind
 }
 
 // SelfChecker is implemented by a system with a consistency check of its own (ZooKeeper
@@ -211,14 +219,13 @@ type Cluster struct {
 	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
 	Replicas []*Replica      // by concrete index
 	p        *Plugin
-	logRead  map[int]int64 // how far LoggedKinds has read each replica's log
+	logRead  map[int]int64 // how far loggedKinds has read each replica's log
 }
 
-// LoggedKinds names the lines that replica r's server has logged since the last call (since
+// loggedKinds names the lines that replica r's server has logged since the last call (since
 // the cluster started, the first time) and that match one of kinds, in order, joined with ","
-// ("TRUNC,DIFF"), or "" when none does: how an Observer reads from the log how a replica was
-// resynced.
-func (c *Cluster) LoggedKinds(r *Replica, kinds []LineKind) (string, error) {
+// ("TRUNC,DIFF"), or "" when none does.
+func (c *Cluster) loggedKinds(r *Replica, kinds []LineKind) (string, error) {
 	lines, err := c.newLogLines(r)
 	if err != nil {
 		return "", err

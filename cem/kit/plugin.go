@@ -407,9 +407,11 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 }
 
 // observe asks the system what it sees of every running, unsuspended replica.
+// With SyncLogger, the kit reads how each replica was resynced from its log itself.
 func (p *Plugin) observe(ctx context.Context) []cem.Observation {
-	o, ok := p.sys.(Observer)
-	if !ok {
+	o, observer := p.sys.(Observer)
+	sl, syncLogger := p.sys.(SyncLogger)
+	if !observer && !syncLogger {
 		return nil
 	}
 	var obs []cem.Observation
@@ -418,13 +420,24 @@ func (p *Plugin) observe(ctx context.Context) []cem.Observation {
 		if !r.running() || r.suspended {
 			continue
 		}
-		var fields map[string]string
-		err := p.call(ctx, "observe "+r.Name, func(ctx context.Context) (err error) {
-			fields, err = o.Observe(ctx, p.c, r)
-			return err
-		})
-		if err != nil {
-			fields = map[string]string{"error": err.Error()}
+		fields := map[string]string{}
+		if observer {
+			err := p.call(ctx, "observe "+r.Name, func(ctx context.Context) (err error) {
+				fields, err = o.Observe(ctx, p.c, r)
+				return err
+			})
+			if err != nil {
+				fields = map[string]string{"error": err.Error()}
+			}
+		}
+		if syncLogger {
+			sync, err := p.c.loggedKinds(r, sl.SyncLines())
+			switch {
+			case err != nil:
+				fields["error"] = err.Error()
+			case sync != "":
+				fields[cem.ObserveSync] = sync
+			}
 		}
 		obs = append(obs, cem.Observation{Replica: a, Fields: fields})
 	}

@@ -8,24 +8,18 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-// syncLines are the lines a replica logs for each way its master resyncs it, the same from
+// SyncLines are the lines a replica logs for each way its master resyncs it, the same from
 // 2.8 to 7.x: a full resync (a new RDB), or a partial one from the master's backlog.
-var syncLines = []kit.LineKind{
-	{Text: "Full resync from master", Kind: "FULL"},
-	{Text: "Successful partial resynchronization with master", Kind: "PARTIAL"},
+func (s *system) SyncLines() []kit.LineKind {
+	return []kit.LineKind{
+		{Text: "Full resync from master", Kind: "FULL"},
+		{Text: "Successful partial resynchronization with master", Kind: "PARTIAL"},
+	}
 }
 
-// Observe says the replica's role and replication offset (INFO replication, read-only) and
-// how it was resynced since the last observation, from its log.
-func (s *system) Observe(ctx context.Context, c *kit.Cluster, r *kit.Replica) (map[string]string, error) {
+// Observe says the replica's role and replication offset (INFO replication, read-only).
+func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	fields := map[string]string{}
-	sync, err := c.LoggedKinds(r, syncLines)
-	if err != nil {
-		return nil, err
-	}
-	if sync != "" {
-		fields[cem.ObserveSync] = sync
-	}
 	info, err := s.info(ctx, r, "replication")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Name, err)

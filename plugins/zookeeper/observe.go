@@ -9,26 +9,20 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-// syncLines are the lines a follower logs (Learner.syncWithLeader) for each way the leader
+// SyncLines are the lines a follower logs (Learner.syncWithLeader) for each way the leader
 // can bring it in sync: a diff of proposals, a snapshot of the whole tree, or a truncation of
 // its log to the leader's last zxid (which may then be followed by a diff).
-var syncLines = []kit.LineKind{
-	{Text: "Getting a diff from the leader", Kind: "DIFF"},
-	{Text: "Getting a snapshot from leader", Kind: "SNAP"},
-	{Text: "Truncating log to get in sync with the leader", Kind: "TRUNC"},
+func (s *system) SyncLines() []kit.LineKind {
+	return []kit.LineKind{
+		{Text: "Getting a diff from the leader", Kind: "DIFF"},
+		{Text: "Getting a snapshot from leader", Kind: "SNAP"},
+		{Text: "Truncating log to get in sync with the leader", Kind: "TRUNC"},
+	}
 }
 
-// Observe says the replica's mode, its epoch and zxid (srvr), and how it was synced since the
-// last observation, read from the new lines of its log.
-func (s *system) Observe(ctx context.Context, c *kit.Cluster, r *kit.Replica) (map[string]string, error) {
+// Observe says the replica's mode, its epoch and zxid (srvr).
+func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	fields := map[string]string{}
-	sync, err := c.LoggedKinds(r, syncLines)
-	if err != nil {
-		return nil, err
-	}
-	if sync != "" {
-		fields[cem.ObserveSync] = sync
-	}
 	st, err := srvr(ctx, r.Addr(0))
 	switch {
 	case err != nil:
