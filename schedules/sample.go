@@ -20,16 +20,12 @@ import (
 // so one seed gives one sample on every machine. With n at least the number of schedules, it
 // writes them all. The header's generator says it is a sample, of how many, with which seed.
 func Sample(w io.Writer, d drms.DRM, p aem.Params, generator string, n, seed uint64) (uint64, error) {
-	g, err := aem.NewGraph(d.Model, p)
-	if err != nil {
-		return 0, err
-	}
-	total, err := g.Count()
+	g, total, err := countedGraph(d, p)
 	if err != nil {
 		return 0, err
 	}
 	if n >= total {
-		return Generate(w, d, p, generator, 0)
+		return generate(w, g, total, d, p, generator, 0)
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	picked := make(map[uint64]bool, n)

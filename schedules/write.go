@@ -22,14 +22,25 @@ func WriteHeader(w io.Writer, h Header) error {
 // Generate writes the header and then the first limit schedules of d with parameters p
 // (every schedule when limit is 0) in canonical order. It returns how many it wrote.
 func Generate(w io.Writer, d drms.DRM, p aem.Params, generator string, limit uint64) (uint64, error) {
+	g, total, err := countedGraph(d, p)
+	if err != nil {
+		return 0, err
+	}
+	return generate(w, g, total, d, p, generator, limit)
+}
+
+// countedGraph is d's state graph for p, its schedules counted.
+func countedGraph(d drms.DRM, p aem.Params) (*aem.Graph, uint64, error) {
 	g, err := aem.NewGraph(d.Model, p)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	total, err := g.Count()
-	if err != nil {
-		return 0, err
-	}
+	return g, total, err
+}
+
+// generate is Generate on g, whose schedules number total.
+func generate(w io.Writer, g *aem.Graph, total uint64, d drms.DRM, p aem.Params, generator string, limit uint64) (uint64, error) {
 	n := total
 	if limit > 0 && limit < n {
 		n = limit
