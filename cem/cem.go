@@ -18,7 +18,7 @@ import (
 
 // ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
 // method changes meaning; the go-plugin handshake refuses a plugin built for another version.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Capabilities say what a plugin can do.
 type Capabilities struct {
@@ -26,6 +26,10 @@ type Capabilities struct {
 	DRMs []string
 	// PortsPerReplica is how many consecutive ports each replica needs.
 	PortsPerReplica int
+	// Restore says that the plugin implements Restorer: it can save a cluster whose state is
+	// entirely on disk and restart from the copy later, instead of replaying the steps that
+	// led to it.
+	Restore bool
 }
 
 // Info describes a plugin and the server binary it drives.
@@ -149,6 +153,38 @@ type CEM interface {
 	// Teardown stops every process of the cluster. It is safe to call twice, and after a
 	// failed Start.
 	Teardown(ctx context.Context) error
+}
+
+// Restorer is implemented by a plugin whose Info says Capabilities.Restore. A cluster whose
+// every server is down after a step is its files and nothing else: Save copies them, and
+// Restore makes a new cluster of them that continues with the next step exactly as the saved
+// one would have, so that schedules that share a prefix need not replay it.
+type Restorer interface {
+	// Save copies the state of the running cluster into dir, a fresh directory that the caller
+	// keeps. It fails when the state is not entirely on disk (a server still runs).
+	Save(ctx context.Context, dir string) (Saved, error)
+	// Restore starts the cluster of spec, in place of Start, from what Save put in dir, in the
+	// state that the steps (the transitions' compact text) left: ready for step len(steps).
+	// It starts no server (every one was down); it fails when the restored files are not the
+	// saved ones, byte for byte.
+	Restore(ctx context.Context, spec ClusterSpec, dir string, steps []string) (Restored, error)
+}
+
+// Saved says what a Save copied: the files, directories and links by path relative to the
+// cluster's directory, the bytes of data they hold (the holes of sparse files left out: what
+// the copy takes on disk), and the SHA-256 of names, modes and contents (package
+// internal/fsutil's Digest).
+type Saved struct {
+	Paths  []string
+	Bytes  int64
+	Digest string
+}
+
+// Restored says what a Restore copied back, and what it did: a byte-identical restore has the
+// Saved of its Save.
+type Restored struct {
+	Saved
+	Actions []Action
 }
 
 // NotReachedError says that the cluster never reached the state a step needed.

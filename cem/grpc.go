@@ -50,13 +50,13 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 		Capabilities: &pb.Capabilities{
 			Drms:            info.Capabilities.DRMs,
 			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
+			Restore:         info.Capabilities.Restore,
 		},
 	}}, nil
 }
 
-func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.StartResponse, error) {
-	spec := req.GetSpec()
-	err := s.impl.Start(ctx, ClusterSpec{
+func specOf(spec *pb.ClusterSpec) ClusterSpec {
+	return ClusterSpec{
 		DRM:         spec.GetDrm(),
 		Ops:         int(spec.GetOps()),
 		Replicas:    int(spec.GetReplicas()),
@@ -65,7 +65,24 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 		ScheduleID:  spec.GetScheduleId(),
 		Config:      spec.GetConfig(),
 		StepTimeout: spec.GetStepTimeout().AsDuration(),
-	})
+	}
+}
+
+func specPB(spec ClusterSpec) *pb.ClusterSpec {
+	return &pb.ClusterSpec{
+		Drm:         spec.DRM,
+		Ops:         int64(spec.Ops),
+		Replicas:    int64(spec.Replicas),
+		Dir:         spec.Dir,
+		BasePort:    int64(spec.BasePort),
+		ScheduleId:  spec.ScheduleID,
+		Config:      spec.Config,
+		StepTimeout: durationpb.New(spec.StepTimeout),
+	}
+}
+
+func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.StartResponse, error) {
+	err := s.impl.Start(ctx, specOf(req.GetSpec()))
 	var nr *NotReachedError
 	if errors.As(err, &nr) {
 		return &pb.StartResponse{NotReached: &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}}, nil
@@ -85,14 +102,7 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 	if err != nil && !errors.As(err, &nr) {
 		return nil, err
 	}
-	resp := &pb.ApplyResponse{Report: &pb.StepReport{}}
-	for _, a := range report.Actions {
-		resp.Report.Actions = append(resp.Report.Actions, &pb.Action{
-			Time:    timestampOf(a.Time),
-			Replica: int64(a.Replica),
-			What:    a.What,
-		})
-	}
+	resp := &pb.ApplyResponse{Report: &pb.StepReport{Actions: actionsPB(report.Actions)}}
 	for _, w := range report.Writes {
 		resp.Report.Writes = append(resp.Report.Writes, &pb.Write{Key: w.Key, Value: w.Value, Acked: w.Acked})
 	}
@@ -127,7 +137,60 @@ func (s *grpcServer) Teardown(ctx context.Context, _ *pb.TeardownRequest) (*pb.T
 	return &pb.TeardownResponse{}, nil
 }
 
-var _ CEM = (*grpcClient)(nil)
+// Save and Restore answer Unimplemented for a plugin that is no Restorer, which its
+// capabilities say.
+func (s *grpcServer) Save(ctx context.Context, req *pb.SaveRequest) (*pb.SaveResponse, error) {
+	r, ok := s.impl.(Restorer)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the plugin cannot save a cluster")
+	}
+	saved, err := r.Save(ctx, req.GetDir())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.SaveResponse{Saved: savedPB(saved)}, nil
+}
+
+func (s *grpcServer) Restore(ctx context.Context, req *pb.RestoreRequest) (*pb.RestoreResponse, error) {
+	r, ok := s.impl.(Restorer)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "the plugin cannot restore a cluster")
+	}
+	restored, err := r.Restore(ctx, specOf(req.GetSpec()), req.GetDir(), req.GetSteps())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.RestoreResponse{Restored: savedPB(restored.Saved), Actions: actionsPB(restored.Actions)}, nil
+}
+
+func savedPB(s Saved) *pb.Saved {
+	return &pb.Saved{Paths: s.Paths, Bytes: s.Bytes, Digest: s.Digest}
+}
+
+func savedOf(s *pb.Saved) Saved {
+	return Saved{Paths: s.GetPaths(), Bytes: s.GetBytes(), Digest: s.GetDigest()}
+}
+
+func actionsPB(actions []Action) []*pb.Action {
+	var out []*pb.Action
+	for _, a := range actions {
+		out = append(out, &pb.Action{Time: timestampOf(a.Time), Replica: int64(a.Replica), What: a.What})
+	}
+	return out
+}
+
+func actionsOf(actions []*pb.Action) []Action {
+	var out []Action
+	for _, a := range actions {
+		out = append(out, Action{Time: timeOf(a.GetTime()), Replica: int(a.GetReplica()), What: a.GetWhat()})
+	}
+	return out
+}
+
+var (
+	_ CEM      = (*grpcClient)(nil)
+	_ Restorer = (*grpcClient)(nil)
+)
 
 // grpcClient implements CEM on the host by calling the plugin's gRPC service.
 //
@@ -150,21 +213,13 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 		Capabilities: Capabilities{
 			DRMs:            info.GetCapabilities().GetDrms(),
 			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),
+			Restore:         info.GetCapabilities().GetRestore(),
 		},
 	}, nil
 }
 
 func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
-	resp, err := c.client.Start(ctx, &pb.StartRequest{Spec: &pb.ClusterSpec{
-		Drm:         spec.DRM,
-		Ops:         int64(spec.Ops),
-		Replicas:    int64(spec.Replicas),
-		Dir:         spec.Dir,
-		BasePort:    int64(spec.BasePort),
-		ScheduleId:  spec.ScheduleID,
-		Config:      spec.Config,
-		StepTimeout: durationpb.New(spec.StepTimeout),
-	}})
+	resp, err := c.client.Start(ctx, &pb.StartRequest{Spec: specPB(spec)})
 	if err != nil {
 		return callError(ctx, "Start", err)
 	}
@@ -183,14 +238,7 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	if err != nil {
 		return StepReport{}, callError(ctx, "Apply", err)
 	}
-	var report StepReport
-	for _, a := range resp.GetReport().GetActions() {
-		report.Actions = append(report.Actions, Action{
-			Time:    timeOf(a.GetTime()),
-			Replica: int(a.GetReplica()),
-			What:    a.GetWhat(),
-		})
-	}
+	report := StepReport{Actions: actionsOf(resp.GetReport().GetActions())}
 	for _, w := range resp.GetReport().GetWrites() {
 		report.Writes = append(report.Writes, Write{Key: w.GetKey(), Value: w.GetValue(), Acked: w.GetAcked()})
 	}
@@ -227,6 +275,22 @@ func (c *grpcClient) Teardown(ctx context.Context) error {
 		return callError(ctx, "Teardown", err)
 	}
 	return nil
+}
+
+func (c *grpcClient) Save(ctx context.Context, dir string) (Saved, error) {
+	resp, err := c.client.Save(ctx, &pb.SaveRequest{Dir: dir})
+	if err != nil {
+		return Saved{}, callError(ctx, "Save", err)
+	}
+	return savedOf(resp.GetSaved()), nil
+}
+
+func (c *grpcClient) Restore(ctx context.Context, spec ClusterSpec, dir string, steps []string) (Restored, error) {
+	resp, err := c.client.Restore(ctx, &pb.RestoreRequest{Spec: specPB(spec), Dir: dir, Steps: steps})
+	if err != nil {
+		return Restored{}, callError(ctx, "Restore", err)
+	}
+	return Restored{Saved: savedOf(resp.GetRestored()), Actions: actionsOf(resp.GetActions())}, nil
 }
 
 // callError turns the error of a call to the plugin's method into one line that names the

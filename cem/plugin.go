@@ -83,7 +83,10 @@ func Serve(impl CEM) {
 	})
 }
 
-var _ CEM = (*Client)(nil)
+var (
+	_ CEM      = (*Client)(nil)
+	_ Restorer = (*Client)(nil)
+)
 
 // Client is a running plugin process. It implements CEM by calling the plugin; a call fails
 // promptly, naming the method, when the plugin dies during it.
@@ -251,6 +254,14 @@ func (c *Client) Read(ctx context.Context) (Snapshot, error) { return c.cem.Read
 
 // Teardown asks the plugin to stop its cluster.
 func (c *Client) Teardown(ctx context.Context) error { return c.cem.Teardown(ctx) }
+
+// Save asks the plugin to save its cluster (a Restorer's).
+func (c *Client) Save(ctx context.Context, dir string) (Saved, error) { return c.cem.Save(ctx, dir) }
+
+// Restore asks the plugin to restore a saved cluster (a Restorer's).
+func (c *Client) Restore(ctx context.Context, spec ClusterSpec, dir string, steps []string) (Restored, error) {
+	return c.cem.Restore(ctx, spec, dir, steps)
+}
 
 // Pid returns the plugin's process ID, which is also its process group ID.
 func (c *Client) Pid() int { return c.pid }

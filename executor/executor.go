@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,7 +82,22 @@ type Campaign struct {
 	// Check says when a schedule is judged: after every convergence step and at the end
 	// (oracle.EveryConvergence, the default), or at the end only (oracle.End).
 	Check oracle.Check
+	// Share, for a plugin that can restore a cluster (cem.Capabilities.Restore), runs the
+	// schedules that share a prefix on one worker in turn and restores the cluster saved
+	// after the deepest prefix already run instead of replaying it (schedules.Sharer).
+	// ShareBudget bounds the disk that a worker's saved clusters take (zero means
+	// DefaultShareBudget); beyond it, it saves nothing more until it evicts.
+	Share       bool
+	ShareBudget int64
 }
+
+// DefaultShareBudget is Campaign.ShareBudget's default. A Q/C/Z cluster of three ZooKeeper
+// servers saves as about 100 KB of data (its logs are sparse), and a worker keeps one saved
+// cluster per divergence of the schedule it runs.
+const DefaultShareBudget = 1 << 30
+
+// sharing tells whether the campaign shares prefixes.
+func (c *Campaign) sharing() bool { return c.Share && c.Info.Capabilities.Restore }
 
 // Kept is a cluster that Campaign.Hold keeps up: its directory (a subdirectory per server,
 // with its log and pid file) and its ports on 127.0.0.1.
@@ -113,6 +129,8 @@ type Summary struct {
 	Skipped int
 	// Interrupted tells that the run was cancelled before every schedule had a verdict.
 	Interrupted bool
+	// Work is what this run's schedules cost: steps executed, clusters started and restored.
+	Work schedules.Work
 }
 
 // Schedules is how many schedules have a verdict.
@@ -157,7 +175,7 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 	defer abort(nil)
 
 	r := &run{c: c, summary: Summary{Total: c.Total}}
-	jobs := make(chan schedules.Schedule)
+	jobs := make(chan []schedules.Schedule)
 	var readErr error
 	go func() {
 		defer close(jobs)
@@ -170,8 +188,10 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 		w := &worker{
 			run:    r,
 			dir:    filepath.Join(workRoot, fmt.Sprintf("w%d", k)),
+			saves:  filepath.Join(workRoot, fmt.Sprintf("w%d.saved", k)),
 			base:   c.BasePort + k*stride,
 			stride: stride,
+			sharer: schedules.Sharer[*saved]{Model: c.Header.DRM.Model, Params: c.Header.Params},
 		}
 		wg.Go(func() {
 			if err := w.loop(runCtx, jobs); err != nil {
@@ -200,35 +220,63 @@ type run struct {
 	summary Summary
 }
 
-// feed sends the schedules to run to jobs, counting those already recorded as skipped.
-func (r *run) feed(ctx context.Context, jobs chan<- schedules.Schedule) error {
+// feed sends the schedules to run to jobs, counting those already recorded as skipped: in
+// units of schedules that share a prefix when the campaign shares them (schedules.Grouper,
+// cut so that each worker gets about eight units), one by one otherwise.
+func (r *run) feed(ctx context.Context, jobs chan<- []schedules.Schedule) error {
+	g := schedules.Grouper{Model: r.c.Header.DRM.Model, Params: r.c.Header.Params, Max: 1}
+	if r.c.sharing() {
+		g.Max = max(int(r.c.Total/uint64(8*r.c.Workers)), 1)
+	}
+	send := func(unit []schedules.Schedule) bool {
+		if len(unit) == 0 {
+			return true
+		}
+		select {
+		case jobs <- unit:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for {
 		s, err := r.c.Next()
 		if errors.Is(err, io.EOF) {
+			send(g.Flush())
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		if v, ok := r.c.Store.Recorded(s.ID); ok && !slices.Contains(r.c.Retry, v) {
-			r.count(v, true)
+			r.count(v, true, schedules.Work{})
 			continue
 		}
-		select {
-		case jobs <- s:
-		case <-ctx.Done():
+		if !r.c.sharing() {
+			if !send([]schedules.Schedule{s}) {
+				return nil
+			}
+			continue
+		}
+		if !send(g.Add(s)) {
 			return nil
 		}
 	}
 }
 
-func (r *run) count(v oracle.Verdict, skipped bool) {
+func (r *run) count(v oracle.Verdict, skipped bool, w schedules.Work) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.summary.Add(v)
 	if skipped {
 		r.summary.Skipped++
 	}
+	sw := &r.summary.Work
+	sw.Schedules += w.Schedules
+	sw.Steps += w.Steps
+	sw.Starts += w.Starts
+	sw.Restores += w.Restores
+	sw.Saves += w.Saves
 	if r.c.Progress != nil {
 		r.c.Progress(r.summary)
 	}
@@ -242,21 +290,52 @@ type worker struct {
 	base   int
 	stride int
 	plugin Plugin
+	// saves holds the clusters saved after the prefixes that sharer keeps, one directory each;
+	// saved counts the bytes they take, and n numbers them.
+	saves  string
+	sharer schedules.Sharer[*saved]
+	used   int64
+	n      int
 }
 
-// loop runs schedules from jobs until jobs closes or ctx ends. It returns an error only when
-// a verdict cannot be recorded or a plugin cannot be ended.
-func (w *worker) loop(ctx context.Context, jobs <-chan schedules.Schedule) (err error) {
-	defer func() { err = errors.Join(err, w.closePlugin()) }()
-	for s := range jobs {
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err := w.runOne(ctx, s); err != nil {
-			return err
+// saved is a cluster saved after a prefix: its directory, what the plugin said of it, the
+// schedule whose run saved it, and that run's reports of the prefix's steps.
+type saved struct {
+	dir   string
+	saved cem.Saved
+	from  string
+	steps []cem.StepReport
+}
+
+// loop runs units of schedules from jobs until jobs closes or ctx ends. It returns an error
+// only when a verdict cannot be recorded or a plugin cannot be ended.
+func (w *worker) loop(ctx context.Context, jobs <-chan []schedules.Schedule) (err error) {
+	defer func() { err = errors.Join(err, w.closePlugin(), w.evict(w.sharer.Drop()), os.RemoveAll(w.saves)) }()
+	for unit := range jobs {
+		for i := range unit {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var next *schedules.Schedule
+			if i+1 < len(unit) {
+				next = &unit[i+1]
+			}
+			if err := w.runOne(ctx, unit[i], next); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// evict removes saved clusters.
+func (w *worker) evict(ss []*saved) error {
+	var errs []error
+	for _, s := range ss {
+		w.used -= s.saved.Bytes
+		errs = append(errs, os.RemoveAll(s.dir))
+	}
+	return errors.Join(errs...)
 }
 
 // outcome is what running one schedule found.
@@ -268,6 +347,7 @@ type outcome struct {
 	full    string       // complete, for the failure folder; detail when empty
 	actions []results.StepActions
 	snap    *cem.Snapshot
+	work    schedules.Work
 	// made says the cluster directory was made for this schedule.
 	made bool
 	// replace says the plugin is dead, hung or in a state of which nothing is known.
@@ -294,7 +374,9 @@ func (o *outcome) note(problem string) {
 	o.full += "\n" + problem
 }
 
-func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
+// runOne runs schedule s; next is the schedule the worker runs after it, if it knows it, so
+// that it saves the prefixes that next shares.
+func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedules.Schedule) error {
 	c := &w.run.c
 	rec := results.Record{
 		ID:            s.ID,
@@ -305,7 +387,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 		Start:         time.Now(),
 		StepsMS:       []float64{},
 	}
-	o := w.execute(ctx, s, &rec)
+	o := w.execute(ctx, s, next, &rec)
 	if c.Hold != nil && o.made && w.plugin != nil && !w.plugin.Exited() {
 		c.Hold(ctx, Kept{Dir: w.dir, BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
 	}
@@ -345,7 +427,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 	if err := c.Store.Append(rec); err != nil {
 		return err
 	}
-	w.run.count(o.verdict, false)
+	w.run.count(o.verdict, false, o.work)
 	return nil
 }
 
@@ -355,7 +437,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule) error {
 // A check that fails before the end (after a convergence step, or an alarm) decides the
 // verdict, and the schedule still runs to its end, so that the record also says what the end
 // alone would have shown (results.Record.AtEnd): healed, or failed too.
-func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results.Record) (o outcome) {
+func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedules.Schedule, rec *results.Record) (o outcome) {
 	c := &w.run.c
 	var early *outcome // the first check that failed before the end
 	defer func() {
@@ -368,6 +450,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		}
 		o.verdict, o.class, o.step, o.detail, o.full, o.snap = early.verdict, early.class, early.step, early.detail, early.full, early.snap
 	}()
+	o.work.Schedules = 1
 	if w.plugin == nil {
 		p, err := c.Launch(ctx)
 		if err != nil {
@@ -397,8 +480,26 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		Config:      c.PluginConfig,
 		StepTimeout: c.StepTimeout,
 	}
+	var start schedules.Start[*saved]
+	if c.sharing() {
+		start = w.sharer.Begin(&s, next)
+		if err := w.evict(start.Evicted); err != nil {
+			o.harness("remove saved clusters: %v", err)
+			return o
+		}
+	}
+	j := judge{model: c.Header.DRM.Model, params: c.Header.Params, check: c.Check}
+	j.state = j.model.Init(j.params)
+	reports := make([]cem.StepReport, 0, len(s.Steps)) // for the prefixes saved
 	t := time.Now()
-	err := w.call(ctx, func(ctx context.Context) error { return w.plugin.Start(ctx, spec) })
+	var err error
+	if start.Steps > 0 {
+		err = w.restore(ctx, spec, &s, start, &j, &o, rec)
+		reports = append(reports, start.Saved.steps...)
+	} else {
+		err = w.call(ctx, func(ctx context.Context) error { return w.plugin.Start(ctx, spec) })
+		o.work.Starts = 1
+	}
 	rec.StartMS = millis(time.Since(t))
 	var nr *cem.NotReachedError
 	if errors.As(err, &nr) {
@@ -406,14 +507,16 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		o.detail = "start: not reached before the deadline: " + nr.Awaited
 		return o
 	}
+	if err != nil && start.Steps > 0 {
+		// What is wrong with one saved cluster may be wrong with all: start afresh from now on.
+		err = errors.Join(err, w.evict(w.sharer.Drop()))
+	}
 	if err != nil {
 		w.pluginFault(&o, "start", err)
 		return o
 	}
 
-	j := judge{model: c.Header.DRM.Model, params: c.Header.Params, check: c.Check}
-	j.state = j.model.Init(j.params)
-	for i := range s.Steps {
+	for i := start.Steps; i < len(s.Steps); i++ {
 		text := s.Steps[i].String()
 		var report cem.StepReport
 		t := time.Now()
@@ -422,6 +525,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 			return err
 		})
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
+		o.work.Steps++
 		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
 		if len(report.Observations) > 0 {
 			rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: report.Observations})
@@ -439,6 +543,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 			o.harness("step %d %s: %v", i+1, text, err)
 			return o
 		}
+		reports = append(reports, report)
 		if early != nil {
 			continue
 		}
@@ -446,6 +551,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 			early = &outcome{}
 			early.fail(oracle.SelfCheck, i+1, alarmLine(report.Alarms))
 			continue
+		}
+		if slices.Contains(start.Save, i+1) {
+			w.save(ctx, &s, reports, &o)
 		}
 		if j.check != oracle.EveryConvergence || s.Steps[i].Kind != aem.Convergence || i == len(s.Steps)-1 {
 			continue
@@ -474,6 +582,90 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, rec *results
 		}
 	}
 	return o
+}
+
+// restore starts the cluster from the saved prefix of start in place of Start, and takes the
+// prefix's steps as the run that saved them reported them: the judge follows their writes,
+// and the record and the failure folder show their actions and observations. Steps with no
+// check of their own: the run that saved them checked them, and a prefix is saved only when
+// every check passed.
+func (w *worker) restore(ctx context.Context, spec cem.ClusterSpec, s *schedules.Schedule, start schedules.Start[*saved], j *judge, o *outcome, rec *results.Record) error {
+	sv := start.Saved
+	r, ok := w.plugin.(cem.Restorer)
+	if !ok {
+		return errors.New("the plugin process cannot restore a cluster")
+	}
+	texts := make([]string, start.Steps)
+	for i := range texts {
+		texts[i] = s.Steps[i].String()
+	}
+	var got cem.Restored
+	err := w.call(ctx, func(ctx context.Context) (err error) {
+		got, err = r.Restore(ctx, spec, sv.dir, texts)
+		return err
+	})
+	o.work.Restores = 1
+	if err != nil {
+		return fmt.Errorf("restore the cluster saved after step %d by schedule %s: %w", start.Steps, sv.from, err)
+	}
+	if got.Digest != sv.saved.Digest {
+		return fmt.Errorf("restore the cluster saved after step %d by schedule %s: the restored files (sha256 %s) are not those saved (sha256 %s)", start.Steps, sv.from, got.Digest, sv.saved.Digest)
+	}
+	for i, report := range sv.steps {
+		if err := j.step(&s.Steps[i], report); err != nil {
+			return fmt.Errorf("restored step %d %s: %w", i+1, texts[i], err)
+		}
+		actions := report.Actions
+		if i == len(sv.steps)-1 {
+			actions = append(slices.Clip(actions), got.Actions...)
+		}
+		o.actions = append(o.actions, results.StepActions{Step: i, Transition: texts[i], Actions: actions})
+		if len(report.Observations) > 0 {
+			rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: report.Observations})
+		}
+		rec.StepsMS = append(rec.StepsMS, 0)
+	}
+	rec.Restored = &results.Restored{Steps: start.Steps, From: sv.from, Digest: got.Digest}
+	return nil
+}
+
+// save saves the cluster after the prefix that reports cover, within the worker's budget. A
+// save that fails costs only the sharing: the failure is recorded with the step's actions.
+func (w *worker) save(ctx context.Context, s *schedules.Schedule, reports []cem.StepReport, o *outcome) {
+	c := &w.run.c
+	budget := c.ShareBudget
+	if budget <= 0 {
+		budget = DefaultShareBudget
+	}
+	last := &o.actions[len(o.actions)-1]
+	note := func(format string, args ...any) {
+		last.Actions = append(last.Actions, cem.Action{Time: time.Now(), Replica: -1, What: fmt.Sprintf(format, args...)})
+	}
+	if w.used >= budget {
+		note("not saved for the schedules that share this prefix: the worker's saved clusters take %d bytes of a budget of %d", w.used, budget)
+		return
+	}
+	r, ok := w.plugin.(cem.Restorer)
+	if !ok {
+		return
+	}
+	w.n++
+	dir := filepath.Join(w.saves, strconv.Itoa(w.n))
+	var got cem.Saved
+	err := w.call(ctx, func(ctx context.Context) (err error) {
+		got, err = r.Save(ctx, dir)
+		return err
+	})
+	if err != nil {
+		note("save for the schedules that share this prefix failed: %v", err)
+		_ = os.RemoveAll(dir)
+		return
+	}
+	k := len(reports)
+	w.sharer.Saved(s, k, &saved{dir: dir, saved: got, from: s.ID, steps: slices.Clone(reports)})
+	w.used += got.Bytes
+	o.work.Saves++
+	note("saved the cluster after step %d for the schedules that share this prefix: %d bytes, sha256 %s", k, got.Bytes, got.Digest)
 }
 
 // judge follows a schedule's abstract state and the writes its steps sent, and judges the

@@ -87,16 +87,29 @@ type Record struct {
 	// verdict and detail ("pass" when a later step healed the failure).
 	AtEnd string `json:"at_end,omitempty"`
 	// Observations are what the plugin observed after each step, for explaining verdicts.
-	Observations  []StepObservations `json:"observations,omitempty"`
+	Observations []StepObservations `json:"observations,omitempty"`
+	// Restored, when the schedule did not start afresh, says which saved prefix it restored.
+	Restored      *Restored `json:"restored,omitempty"`
 	Plugin        string             `json:"plugin"`
 	PluginVersion string             `json:"plugin_version"`
 	ServerVersion string             `json:"server_version"`
 	Start         time.Time          `json:"start"`
 	End           time.Time          `json:"end"`
-	// Milliseconds spent starting the cluster, realising each step taken and reading the data.
+	// Milliseconds spent starting (or restoring) the cluster, realising each step taken (0 for
+	// a restored step) and reading the data.
 	StartMS float64   `json:"start_ms"`
 	StepsMS []float64 `json:"steps_ms"`
 	ReadMS  float64   `json:"read_ms"`
+}
+
+// Restored says that a schedule's first Steps steps were not run for it: its cluster was
+// restored from the files that the run of schedule From saved after them (their digest), the
+// same cluster as its own prefix would have left. Its records and failure folder show From's
+// actions and observations for those steps. A replay always runs from scratch.
+type Restored struct {
+	Steps  int    `json:"steps"`
+	From   string `json:"from"`
+	Digest string `json:"digest"`
 }
 
 // StepObservations are what the plugin observed after one step (0-based), by replica.

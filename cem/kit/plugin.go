@@ -106,7 +106,10 @@ type engine interface {
 	policy() error
 }
 
-var _ cem.CEM = (*Plugin)(nil)
+var (
+	_ cem.CEM      = (*Plugin)(nil)
+	_ cem.Restorer = (*Plugin)(nil)
+)
 
 // New returns a plugin built from sys, with no cluster.
 func New(about About, sys System) *Plugin {
@@ -135,6 +138,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	if err != nil {
 		return cem.Info{}, fmt.Errorf("%s: %w", p.about.Name, err)
 	}
+	_, restorable := p.sys.(DiskState)
 	version := p.about.Version
 	if version == "" {
 		version = build.Version
@@ -143,7 +147,11 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 		Name:          p.about.Name,
 		Version:       version,
 		ServerVersion: v,
-		Capabilities:  cem.Capabilities{DRMs: slices.Clone(p.about.DRMs), PortsPerReplica: p.about.PortsPerReplica},
+		Capabilities: cem.Capabilities{
+			DRMs:            slices.Clone(p.about.DRMs),
+			PortsPerReplica: p.about.PortsPerReplica,
+			Restore:         restorable,
+		},
 	}, nil
 }
 
@@ -259,6 +267,33 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err := p.open(spec); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(p.errorf("start", err), p.teardown(ctx))
+		}
+	}()
+	if err := p.prepare(ctx); err != nil {
+		return err
+	}
+	for _, r := range p.c.Replicas {
+		if err := p.startServer(r); err != nil {
+			return err
+		}
+	}
+	for _, r := range p.c.Replicas {
+		if err := p.awaitReady(ctx, r); err != nil {
+			return err
+		}
+	}
+	return p.eng.start(ctx)
+}
+
+// open checks spec and sets up the plugin for a new cluster in the model's initial state, with
+// no directory made and no server started.
+func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	if p.aboutErr != nil {
 		return p.aboutErr
 	}
@@ -308,35 +343,23 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
-	defer func() {
-		if err != nil {
-			err = errors.Join(p.errorf("start", err), p.teardown(ctx))
-		}
-	}()
-	for _, r := range c.Replicas {
+	return nil
+}
+
+// prepare makes the cluster's directories and runs the system's Preparer and the engine's
+// policy: everything before the first server starts.
+func (p *Plugin) prepare(ctx context.Context) error {
+	for _, r := range p.c.Replicas {
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 			return err
 		}
 	}
 	if pr, ok := p.sys.(Preparer); ok {
-		if err := p.call(ctx, "prepare", func(ctx context.Context) error { return pr.Prepare(ctx, c) }); err != nil {
+		if err := p.call(ctx, "prepare", func(ctx context.Context) error { return pr.Prepare(ctx, p.c) }); err != nil {
 			return err
 		}
 	}
-	if err := p.eng.policy(); err != nil {
-		return err
-	}
-	for _, r := range c.Replicas {
-		if err := p.startServer(r); err != nil {
-			return err
-		}
-	}
-	for _, r := range c.Replicas {
-		if err := p.awaitReady(ctx, r); err != nil {
-			return err
-		}
-	}
-	return p.eng.start(ctx)
+	return p.eng.policy()
 }
 
 // Apply realises one transition of the schedule and waits until the cluster is in the state it

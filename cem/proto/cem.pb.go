@@ -188,6 +188,7 @@ type Capabilities struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Drms            []string               `protobuf:"bytes,1,rep,name=drms,proto3" json:"drms,omitempty"`
 	PortsPerReplica int64                  `protobuf:"varint,2,opt,name=ports_per_replica,json=portsPerReplica,proto3" json:"ports_per_replica,omitempty"`
+	Restore         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -234,6 +235,13 @@ func (x *Capabilities) GetPortsPerReplica() int64 {
 		return x.PortsPerReplica
 	}
 	return 0
+}
+
+func (x *Capabilities) GetRestore() bool {
+	if x != nil {
+		return x.Restore
+	}
+	return false
 }
 
 type StartRequest struct {
@@ -1184,6 +1192,268 @@ func (*TeardownResponse) Descriptor() ([]byte, []int) {
 	return file_cem_proto_rawDescGZIP(), []int{21}
 }
 
+type SaveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveRequest) Reset() {
+	*x = SaveRequest{}
+	mi := &file_cem_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveRequest) ProtoMessage() {}
+
+func (x *SaveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
+func (*SaveRequest) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SaveRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+type SaveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Saved         *Saved                 `protobuf:"bytes,1,opt,name=saved,proto3" json:"saved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveResponse) Reset() {
+	*x = SaveResponse{}
+	mi := &file_cem_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveResponse) ProtoMessage() {}
+
+func (x *SaveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
+func (*SaveResponse) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SaveResponse) GetSaved() *Saved {
+	if x != nil {
+		return x.Saved
+	}
+	return nil
+}
+
+// What a save copied (cem.Saved).
+type Saved struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paths         []string               `protobuf:"bytes,1,rep,name=paths,proto3" json:"paths,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Digest        string                 `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Saved) Reset() {
+	*x = Saved{}
+	mi := &file_cem_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Saved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Saved) ProtoMessage() {}
+
+func (x *Saved) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Saved.ProtoReflect.Descriptor instead.
+func (*Saved) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Saved) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *Saved) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Saved) GetDigest() string {
+	if x != nil {
+		return x.Digest
+	}
+	return ""
+}
+
+type RestoreRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Spec  *ClusterSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Dir   string                 `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	// The transitions that led to the saved state, in compact text.
+	Steps         []string `protobuf:"bytes,3,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreRequest) Reset() {
+	*x = RestoreRequest{}
+	mi := &file_cem_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreRequest) ProtoMessage() {}
+
+func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
+func (*RestoreRequest) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RestoreRequest) GetSpec() *ClusterSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *RestoreRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *RestoreRequest) GetSteps() []string {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+type RestoreResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Restored      *Saved                 `protobuf:"bytes,1,opt,name=restored,proto3" json:"restored,omitempty"`
+	Actions       []*Action              `protobuf:"bytes,2,rep,name=actions,proto3" json:"actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreResponse) Reset() {
+	*x = RestoreResponse{}
+	mi := &file_cem_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreResponse) ProtoMessage() {}
+
+func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
+func (*RestoreResponse) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RestoreResponse) GetRestored() *Saved {
+	if x != nil {
+		return x.Restored
+	}
+	return nil
+}
+
+func (x *RestoreResponse) GetActions() []*Action {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
 var File_cem_proto protoreflect.FileDescriptor
 
 const file_cem_proto_rawDesc = "" +
@@ -1198,10 +1468,11 @@ const file_cem_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12<\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"N\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"h\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
-	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\";\n" +
+	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
+	"\arestore\x18\x03 \x01(\bR\arestore\";\n" +
 	"\fStartRequest\x12+\n" +
 	"\x04spec\x18\x01 \x01(\v2\x17.modulo.cem.ClusterSpecR\x04spec\"\xf3\x01\n" +
 	"\vClusterSpec\x12\x10\n" +
@@ -1268,13 +1539,30 @@ const file_cem_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x11\n" +
 	"\x0fTeardownRequest\"\x12\n" +
-	"\x10TeardownResponse2\xbe\x02\n" +
+	"\x10TeardownResponse\"\x1f\n" +
+	"\vSaveRequest\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\"7\n" +
+	"\fSaveResponse\x12'\n" +
+	"\x05saved\x18\x01 \x01(\v2\x11.modulo.cem.SavedR\x05saved\"K\n" +
+	"\x05Saved\x12\x14\n" +
+	"\x05paths\x18\x01 \x03(\tR\x05paths\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\x16\n" +
+	"\x06digest\x18\x03 \x01(\tR\x06digest\"e\n" +
+	"\x0eRestoreRequest\x12+\n" +
+	"\x04spec\x18\x01 \x01(\v2\x17.modulo.cem.ClusterSpecR\x04spec\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x14\n" +
+	"\x05steps\x18\x03 \x03(\tR\x05steps\"n\n" +
+	"\x0fRestoreResponse\x12-\n" +
+	"\brestored\x18\x01 \x01(\v2\x11.modulo.cem.SavedR\brestored\x12,\n" +
+	"\aactions\x18\x02 \x03(\v2\x12.modulo.cem.ActionR\aactions2\xbd\x03\n" +
 	"\x03CEM\x129\n" +
 	"\x04Info\x12\x17.modulo.cem.InfoRequest\x1a\x18.modulo.cem.InfoResponse\x12<\n" +
 	"\x05Start\x12\x18.modulo.cem.StartRequest\x1a\x19.modulo.cem.StartResponse\x12<\n" +
 	"\x05Apply\x12\x18.modulo.cem.ApplyRequest\x1a\x19.modulo.cem.ApplyResponse\x129\n" +
 	"\x04Read\x12\x17.modulo.cem.ReadRequest\x1a\x18.modulo.cem.ReadResponse\x12E\n" +
-	"\bTeardown\x12\x1b.modulo.cem.TeardownRequest\x1a\x1c.modulo.cem.TeardownResponseB,Z*github.com/modulo-testing/modulo/cem/protob\x06proto3"
+	"\bTeardown\x12\x1b.modulo.cem.TeardownRequest\x1a\x1c.modulo.cem.TeardownResponse\x129\n" +
+	"\x04Save\x12\x17.modulo.cem.SaveRequest\x1a\x18.modulo.cem.SaveResponse\x12B\n" +
+	"\aRestore\x12\x1a.modulo.cem.RestoreRequest\x1a\x1b.modulo.cem.RestoreResponseB,Z*github.com/modulo-testing/modulo/cem/protob\x06proto3"
 
 var (
 	file_cem_proto_rawDescOnce sync.Once
@@ -1288,7 +1576,7 @@ func file_cem_proto_rawDescGZIP() []byte {
 	return file_cem_proto_rawDescData
 }
 
-var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_cem_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: modulo.cem.InfoRequest
 	(*InfoResponse)(nil),          // 1: modulo.cem.InfoResponse
@@ -1312,16 +1600,21 @@ var file_cem_proto_goTypes = []any{
 	(*ReplicaData)(nil),           // 19: modulo.cem.ReplicaData
 	(*TeardownRequest)(nil),       // 20: modulo.cem.TeardownRequest
 	(*TeardownResponse)(nil),      // 21: modulo.cem.TeardownResponse
-	nil,                           // 22: modulo.cem.Observation.FieldsEntry
-	nil,                           // 23: modulo.cem.ReplicaData.DataEntry
-	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*SaveRequest)(nil),           // 22: modulo.cem.SaveRequest
+	(*SaveResponse)(nil),          // 23: modulo.cem.SaveResponse
+	(*Saved)(nil),                 // 24: modulo.cem.Saved
+	(*RestoreRequest)(nil),        // 25: modulo.cem.RestoreRequest
+	(*RestoreResponse)(nil),       // 26: modulo.cem.RestoreResponse
+	nil,                           // 27: modulo.cem.Observation.FieldsEntry
+	nil,                           // 28: modulo.cem.ReplicaData.DataEntry
+	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
 }
 var file_cem_proto_depIdxs = []int32{
 	2,  // 0: modulo.cem.InfoResponse.info:type_name -> modulo.cem.Info
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
 	5,  // 2: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
-	24, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
+	29, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
 	15, // 4: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
 	8,  // 5: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
 	10, // 6: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
@@ -1330,26 +1623,34 @@ var file_cem_proto_depIdxs = []int32{
 	11, // 9: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
 	12, // 10: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
 	13, // 11: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
-	22, // 12: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
-	25, // 13: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	27, // 12: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	30, // 13: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
 	18, // 14: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
 	19, // 15: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	23, // 16: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	0,  // 17: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	4,  // 18: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	7,  // 19: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	16, // 20: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	20, // 21: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	1,  // 22: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	6,  // 23: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	9,  // 24: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	17, // 25: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	21, // 26: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	22, // [22:27] is the sub-list for method output_type
-	17, // [17:22] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	28, // 16: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	24, // 17: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
+	5,  // 18: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
+	24, // 19: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
+	14, // 20: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
+	0,  // 21: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	4,  // 22: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	7,  // 23: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	16, // 24: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	20, // 25: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	22, // 26: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
+	25, // 27: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
+	1,  // 28: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	6,  // 29: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	9,  // 30: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	17, // 31: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	21, // 32: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	23, // 33: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
+	26, // 34: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }
@@ -1363,7 +1664,7 @@ func file_cem_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cem_proto_rawDesc), len(file_cem_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,6 +28,8 @@ const (
 	CEM_Apply_FullMethodName    = "/modulo.cem.CEM/Apply"
 	CEM_Read_FullMethodName     = "/modulo.cem.CEM/Read"
 	CEM_Teardown_FullMethodName = "/modulo.cem.CEM/Teardown"
+	CEM_Save_FullMethodName     = "/modulo.cem.CEM/Save"
+	CEM_Restore_FullMethodName  = "/modulo.cem.CEM/Restore"
 )
 
 // CEMClient is the client API for CEM service.
@@ -39,6 +41,9 @@ type CEMClient interface {
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*ApplyResponse, error)
 	Read(ctx context.Context, in *ReadRequest, opts ...grpc.CallOption) (*ReadResponse, error)
 	Teardown(ctx context.Context, in *TeardownRequest, opts ...grpc.CallOption) (*TeardownResponse, error)
+	// Only for a plugin whose capabilities say restore (cem.Restorer).
+	Save(ctx context.Context, in *SaveRequest, opts ...grpc.CallOption) (*SaveResponse, error)
+	Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error)
 }
 
 type cEMClient struct {
@@ -94,6 +99,24 @@ func (c *cEMClient) Teardown(ctx context.Context, in *TeardownRequest, opts ...g
 	return out, nil
 }
 
+func (c *cEMClient) Save(ctx context.Context, in *SaveRequest, opts ...grpc.CallOption) (*SaveResponse, error) {
+	out := new(SaveResponse)
+	err := c.cc.Invoke(ctx, CEM_Save_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cEMClient) Restore(ctx context.Context, in *RestoreRequest, opts ...grpc.CallOption) (*RestoreResponse, error) {
+	out := new(RestoreResponse)
+	err := c.cc.Invoke(ctx, CEM_Restore_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CEMServer is the server API for CEM service.
 // All implementations must embed UnimplementedCEMServer
 // for forward compatibility
@@ -103,6 +126,9 @@ type CEMServer interface {
 	Apply(context.Context, *ApplyRequest) (*ApplyResponse, error)
 	Read(context.Context, *ReadRequest) (*ReadResponse, error)
 	Teardown(context.Context, *TeardownRequest) (*TeardownResponse, error)
+	// Only for a plugin whose capabilities say restore (cem.Restorer).
+	Save(context.Context, *SaveRequest) (*SaveResponse, error)
+	Restore(context.Context, *RestoreRequest) (*RestoreResponse, error)
 	mustEmbedUnimplementedCEMServer()
 }
 
@@ -124,6 +150,12 @@ func (UnimplementedCEMServer) Read(context.Context, *ReadRequest) (*ReadResponse
 }
 func (UnimplementedCEMServer) Teardown(context.Context, *TeardownRequest) (*TeardownResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Teardown not implemented")
+}
+func (UnimplementedCEMServer) Save(context.Context, *SaveRequest) (*SaveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Save not implemented")
+}
+func (UnimplementedCEMServer) Restore(context.Context, *RestoreRequest) (*RestoreResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Restore not implemented")
 }
 func (UnimplementedCEMServer) mustEmbedUnimplementedCEMServer() {}
 
@@ -228,6 +260,42 @@ func _CEM_Teardown_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CEM_Save_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SaveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CEMServer).Save(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CEM_Save_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CEMServer).Save(ctx, req.(*SaveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CEM_Restore_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CEMServer).Restore(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CEM_Restore_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CEMServer).Restore(ctx, req.(*RestoreRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CEM_ServiceDesc is the grpc.ServiceDesc for CEM service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -254,6 +322,14 @@ var CEM_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Teardown",
 			Handler:    _CEM_Teardown_Handler,
+		},
+		{
+			MethodName: "Save",
+			Handler:    _CEM_Save_Handler,
+		},
+		{
+			MethodName: "Restore",
+			Handler:    _CEM_Restore_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

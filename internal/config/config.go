@@ -7,6 +7,8 @@
 //	step_timeout = "30s"            # how long a step may take to reach its state
 //	plugin_dir = "bin"              # where modulo-plugin-<name> binaries are looked for first
 //	check = "every-convergence"     # judge after every convergence and at the end; "end": at the end only
+//	share_prefixes = true           # restore saved clusters instead of replaying shared prefixes
+//	share_budget_mb = 1024          # disk a worker's saved clusters may take
 //
 //	[redis]                         # handed to the redis plugin, which checks its own keys
 //	server = "/usr/bin/redis-server"
@@ -45,6 +47,11 @@ type Config struct {
 	PluginDir string
 	// Check says when schedules are judged.
 	Check oracle.Check
+	// SharePrefixes lets a campaign restore a cluster saved after a prefix that its schedules
+	// share instead of replaying the prefix, where the plugin can; ShareBudgetMB bounds the
+	// disk (MiB) that each worker's saved clusters take.
+	SharePrefixes bool
+	ShareBudgetMB int
 	// AllowEphemeralPorts lets clusters use ports in the kernel's ephemeral range, with a
 	// warning, on a host whose range leaves no room outside it.
 	AllowEphemeralPorts bool
@@ -62,6 +69,8 @@ const (
 	keyPluginDir   = "plugin_dir"
 	keyCheck       = "check"
 	keyEphemeral   = "allow_ephemeral_ports"
+	keyShare       = "share_prefixes"
+	keyShareBudget = "share_budget_mb"
 )
 
 // MaxWorkers bounds workers: every worker runs a whole cluster.
@@ -72,11 +81,13 @@ const MaxWorkers = 256
 // MongoDB, and below Linux's ephemeral range from 32768), one worker per CPU.
 func Default() Config {
 	return Config{
-		ResultsDir:  "modulo-results",
-		BasePort:    20000,
-		Workers:     runtime.NumCPU(),
-		StepTimeout: cem.DefaultStepTimeout,
-		Check:       oracle.EveryConvergence,
+		ResultsDir:    "modulo-results",
+		BasePort:      20000,
+		Workers:       runtime.NumCPU(),
+		StepTimeout:   cem.DefaultStepTimeout,
+		Check:         oracle.EveryConvergence,
+		SharePrefixes: true,
+		ShareBudgetMB: 1024,
 	}
 }
 
@@ -103,6 +114,8 @@ func Parse(data []byte, name string) (Config, error) {
 		PluginDir:   &c.PluginDir,
 		Check:       (*string)(&c.Check),
 		Ephemeral:   &c.AllowEphemeralPorts,
+		Share:       &c.SharePrefixes,
+		ShareBudget: &c.ShareBudgetMB,
 	}
 	md, err := toml.Decode(string(data), &settings)
 	if err != nil {
@@ -159,10 +172,12 @@ type settingsDoc struct {
 	PluginDir   *string        `toml:"plugin_dir"`
 	Check       *string        `toml:"check"`
 	Ephemeral   *bool          `toml:"allow_ephemeral_ports"`
+	Share       *bool          `toml:"share_prefixes"`
+	ShareBudget *int           `toml:"share_budget_mb"`
 }
 
 func settingKeys() []string {
-	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral}
+	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral, keyShare, keyShareBudget}
 }
 
 // PluginNames lists, sorted, the plugins the DRM catalogue names: the tables a file may hold.
@@ -189,6 +204,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%s must be between 1 and %d, got %d", keyWorkers, MaxWorkers, c.Workers)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("%s must be positive, got %v", keyStepTimeout, c.StepTimeout)
+	case c.ShareBudgetMB < 1:
+		return fmt.Errorf("%s must be at least 1, got %d", keyShareBudget, c.ShareBudgetMB)
 	}
 	if _, err := oracle.ParseCheck(string(c.Check)); err != nil || c.Check == "" {
 		return fmt.Errorf("%s must be %q or %q, got %q", keyCheck, oracle.EveryConvergence, oracle.End, c.Check)

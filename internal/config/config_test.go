@@ -44,7 +44,7 @@ func TestLoadNoFile(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports; plugin tables: etcd, mongodb, redis, zookeeper)"
+	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb; plugin tables: etcd, mongodb, redis, zookeeper)"
 	tests := []struct {
 		name    string
 		file    string

@@ -21,6 +21,7 @@ type Overrides struct {
 	Check       *oracle.Check
 	// AllowEphemeralPorts, when set, overrides allow_ephemeral_ports.
 	AllowEphemeralPorts *bool
+	SharePrefixes       *bool
 }
 
 // LoadWith reads the file at path (the defaults when empty), sets what o overrides and
@@ -37,6 +38,7 @@ func LoadWith(path string, o Overrides) (Config, error) {
 	set(&c.StepTimeout, o.StepTimeout)
 	set(&c.Check, o.Check)
 	set(&c.AllowEphemeralPorts, o.AllowEphemeralPorts)
+	set(&c.SharePrefixes, o.SharePrefixes)
 	return c, c.Validate()
 }
 

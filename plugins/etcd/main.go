@@ -80,6 +80,10 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	}}, nil
 }
 
+// StateFiles is a member's data directory: its WAL and snapshots, and its identity in the
+// cluster.
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
+
 // call posts a request to member r's JSON gateway and decodes the answer into resp.
 func (s *system) call(ctx context.Context, r *kit.Replica, path string, req, resp any) error {
 	body, _ := json.Marshal(req) // maps of strings, bytes and bools always marshal

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
@@ -452,7 +451,7 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	if err != nil {
 		return err
 	}
-	if err := copyFile(rdb, filepath.Join(to.Dir, dialect.RDB)); err != nil {
+	if err := fsutil.CopyFile(rdb, filepath.Join(to.Dir, dialect.RDB)); err != nil {
 		return err
 	}
 	if err := os.RemoveAll(filepath.Join(to.Dir, s.dialect.AOF)); err != nil {
@@ -461,23 +460,4 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	s.servers[to].fromSnapshot = true
 	c.Record(to, "removed %s", s.dialect.AOF)
 	return nil
-}
-
-// copyFile copies src to dst through a temporary file, so that dst is never half written.
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	tmp := dst + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if err := errors.Join(err, out.Sync(), out.Close()); err != nil {
-		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
-	}
-	return os.Rename(tmp, dst)
 }

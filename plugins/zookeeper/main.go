@@ -47,6 +47,12 @@ func (s *system) Version(context.Context) (string, error) {
 	return in.version, nil
 }
 
+// StateFiles is a server's dataDir: myid, its epochs, its snapshots and transaction logs
+// (preallocated, sparse). zoo.cfg is written anew by every Prepare.
+func (s *system) StateFiles(_ *kit.Cluster, r *kit.Replica) []string {
+	return []string{filepath.Base(dataDir(r))}
+}
+
 // Prepare finds java and the jars, writes the cluster's log4j.properties, makes the AppCDS
 // archive when there is none, and writes every server's zoo.cfg and myid.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {

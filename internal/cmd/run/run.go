@@ -80,7 +80,7 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 	var workers, basePort int
 	var stepTimeout time.Duration
 	var check string
-	var ephemeral bool
+	var ephemeral, share bool
 	cmd := &cobra.Command{
 		Use:   "run SCHEDULE_FILE [--drm NAME] [--workers N] [--ids ID,...]",
 		Short: "Run schedules on real clusters and check that their replicas converge",
@@ -100,6 +100,14 @@ and at the end (--check end: at the end only, as the Modulo paper did):
 base_port + k*stride (stride: the ports a cluster needs, rounded up to a multiple of 10) and
 the directory <results>/work/w<k>.
 
+Schedules share prefixes: in Q/C/Z every divergence ends with every server down, so the
+cluster is then its data directories. Where the plugin can save them (ZooKeeper, etcd), a
+worker runs the schedules that share a prefix in turn, saves the cluster after each shared
+divergence (<results>/work/w<k>.saved, at most share_budget_mb) and restores the deepest
+saved one instead of replaying the prefix: the same test, checked byte for byte, with the
+record naming the schedule whose run it restored (a replay always runs from scratch).
+Generated files list such schedules together; --order coverage shares less.
+
 Results go to <results_dir>/<schedule file name>: campaign.json, records.jsonl (one record per
 schedule) and failures/<ID>/ for every schedule that did not pass (the schedule, the actions
 taken, each replica's data, the servers' logs and data). Running the same file again resumes:
@@ -118,6 +126,8 @@ a default:
   step_timeout = "30s"
   plugin_dir = "bin"
   check = "every-convergence"
+  share_prefixes = true
+  share_budget_mb = 1024
   allow_ephemeral_ports = false
   [redis]                  # handed to the plugin as is
   server = "/usr/bin/redis-server"
@@ -153,6 +163,9 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 			if f.Changed(cmdutil.EphemeralFlag) {
 				opts.AllowEphemeralPorts = &ephemeral
 			}
+			if f.Changed("share-prefixes") {
+				opts.SharePrefixes = &share
+			}
 			if f.Changed("check") {
 				c := oracle.Check(check)
 				opts.Check = &c
@@ -176,6 +189,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.BoolVar(&ephemeral, cmdutil.EphemeralFlag, false, cmdutil.EphemeralUsage)
 	f.StringVar(&opts.Order, "order", OrderFile, "run the schedules in the file's `ORDER` (file), or so that every transition of the model's state graph (a state and a step out of it) is taken as early as possible (coverage), then the rest")
 	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
+	f.BoolVar(&share, "share-prefixes", true, "restore a cluster saved after a prefix that schedules share instead of replaying it, where the plugin can (--share-prefixes=false: every schedule from scratch)")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
 }
@@ -272,9 +286,14 @@ func Run(opts *Options) error {
 		PluginConfig: cfg.Plugins[h.DRM.Plugin],
 		Launch:       launch, Store: store,
 		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check, Retry: retry,
+		Share: cfg.SharePrefixes, ShareBudget: int64(cfg.ShareBudgetMB) << 20,
 		Progress: prog.update,
 	})
 	prog.finish()
+	if w := summary.Work; w.Restores > 0 {
+		fmt.Fprintf(errOut, "modulo: shared prefixes: %d steps executed for %d schedules; %d clusters started, %d restored from %d saved\n",
+			w.Steps, w.Schedules, w.Starts, w.Restores, w.Saves)
+	}
 	if summary.Skipped > 0 {
 		fmt.Fprintf(errOut, "modulo: skipped %d schedules recorded by earlier runs\n", summary.Skipped)
 	}

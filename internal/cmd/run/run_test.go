@@ -101,7 +101,7 @@ func TestRunBadInput(t *testing.T) {
 		{"drm differs from the file's", Options{File: ssrFile, DRM: "S/L/R"}, ssrFile + " holds ssr schedules, not slr"},
 		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
-		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports; plugin tables: etcd, mongodb, redis, zookeeper)`},
+		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
 		{"plugin not executable", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(notExec)}},
 			"plugin " + filepath.Join(notExec, "modulo-plugin-redis") + " is not executable (mode -rw-r--r--): chmod +x it, or build it again"},

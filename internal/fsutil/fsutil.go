@@ -1,0 +1,242 @@
+// Package fsutil copies files and directory trees and digests them, keeping what a server's
+// state files need: their modes, and the holes of sparse files (ZooKeeper preallocates its
+// transaction logs to 64 MiB, almost all of it a hole), so that a copy costs what the data
+// weighs rather than what the files claim.
+package fsutil
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+)
+
+// CopyFile copies src to dst, with src's mode and holes, through a temporary file renamed into
+// place, so that dst is never half written.
+func CopyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	err = copySparse(out, in, st.Size())
+	if err := errors.Join(err, out.Chmod(st.Mode().Perm()), out.Close()); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return os.Rename(tmp, dst)
+}
+
+// copySparse copies the data segments of in (size bytes) to out at the same offsets and
+// leaves the holes as holes. Where the file system cannot tell holes (lseek's SEEK_DATA is
+// refused), it copies everything.
+func copySparse(out, in *os.File, size int64) error {
+	segs, err := segments(in, size)
+	if err != nil {
+		if _, err := in.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err = io.Copy(out, in)
+		return err
+	}
+	for _, s := range segs {
+		if _, err := out.Seek(s.off, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, io.NewSectionReader(in, s.off, s.n)); err != nil {
+			return err
+		}
+	}
+	return out.Truncate(size)
+}
+
+// segment is a run of a file's bytes that may hold data.
+type segment struct{ off, n int64 }
+
+// The whence values of lseek(2) that find data and holes (Linux, and most Unixes).
+const (
+	seekData = 3
+	seekHole = 4
+)
+
+// segments returns the data segments of f (size bytes), in order.
+func segments(f *os.File, size int64) ([]segment, error) {
+	var segs []segment
+	for off := int64(0); off < size; {
+		start, err := f.Seek(off, seekData)
+		if errors.Is(err, syscall.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return nil, err
+		}
+		end, err := f.Seek(start, seekHole)
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, segment{start, end - start})
+		off = end
+	}
+	return segs, nil
+}
+
+// CopyTree copies src, a file or a directory, to dst with everything under it: directories,
+// regular files (CopyFile) and symbolic links. dst must not exist.
+func CopyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(target, to)
+		case d.Type().IsRegular():
+			return CopyFile(path, to)
+		default:
+			return fmt.Errorf("copy %s: not a file, directory or link (%v)", path, d.Type())
+		}
+	})
+}
+
+// Tree is what Digest found under a root: the files, directories and links by path relative
+// to it, in order, the bytes of data they hold (holes left out: what a copy weighs), and one
+// SHA-256 over the paths, the modes, the link targets and the contents.
+type Tree struct {
+	Paths  []string
+	Bytes  int64
+	Digest string
+}
+
+// Digest digests paths (relative to root; each a file, a directory or a link) with everything
+// under them. Two trees have the same digest when they hold the same names, modes and
+// contents: a hole digests as the zeros it reads as, so how a copy lays out its holes does
+// not change the digest.
+func Digest(root string, paths []string) (Tree, error) {
+	var t Tree
+	h := sha256.New()
+	for _, p := range slices.Sorted(slices.Values(paths)) {
+		err := filepath.WalkDir(filepath.Join(root, p), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(root, path)
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			t.Paths = append(t.Paths, rel)
+			fmt.Fprintf(h, "%q %v ", rel, info.Mode())
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
+				target, err := os.Readlink(path)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(h, "-> %q\n", target)
+			case d.Type().IsRegular():
+				n, err := digestFile(h, path, info.Size())
+				if err != nil {
+					return fmt.Errorf("digest %s: %w", path, err)
+				}
+				t.Bytes += n
+			default:
+				h.Write([]byte("\n"))
+			}
+			return nil
+		})
+		if err != nil {
+			return Tree{}, err
+		}
+	}
+	t.Digest = hex.EncodeToString(h.Sum(nil))
+	return t, nil
+}
+
+// block is the unit in which digestFile tells zeros from data.
+const block = 4096
+
+// digestFile adds a file's content to h as 4 KiB blocks, a run of zero blocks as its length:
+// holes are zeros that need not be read. It returns the bytes outside holes.
+func digestFile(h hash.Hash, path string, size int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	segs, err := segments(f, size)
+	if err != nil {
+		segs = []segment{{0, size}}
+	}
+	zeros, at, data := int64(0), int64(0), int64(0) // zero bytes not yet added; where the last segment ended
+	flush := func() {
+		if zeros > 0 {
+			h.Write([]byte("Z" + strconv.FormatInt(zeros, 10) + ";"))
+			zeros = 0
+		}
+	}
+	buf := make([]byte, block)
+	zero := make([]byte, block)
+	for _, s := range segs {
+		zeros += s.off - at
+		data += s.n
+		r := io.NewSectionReader(f, s.off, s.n)
+		for {
+			n, err := io.ReadFull(r, buf)
+			if n > 0 {
+				if bytes.Equal(buf[:n], zero[:n]) {
+					zeros += int64(n)
+				} else {
+					flush()
+					h.Write(buf[:n])
+				}
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+		}
+		at = s.off + s.n
+	}
+	zeros += size - at
+	flush()
+	fmt.Fprintf(h, "\n")
+	return data, nil
+}

@@ -1,0 +1,137 @@
+package fsutil
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// sparseTree writes a tree like a ZooKeeper data directory: a small file, and a log
+// preallocated to 64 MiB of which a few bytes are written.
+func sparseTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "data", "version-2")
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "data", "myid"), []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "log.100000001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, at := range []int64{0, 5 << 20} {
+		if _, err := f.WriteAt([]byte("transaction"), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("version-2", filepath.Join(root, "data", "current")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestCopyTreeKeepsContentModesAndHoles(t *testing.T) {
+	src := sparseTree(t)
+	dst := filepath.Join(t.TempDir(), "copy")
+	if err := CopyTree(filepath.Join(src, "data"), filepath.Join(dst, "data")); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Digest(src, []string{"data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Digest(dst, []string{"data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want.Digest || got.Bytes != want.Bytes || len(got.Paths) != 5 || got.Bytes > 1<<20 {
+		t.Errorf("copy digests %+v, the original %+v", got, want)
+	}
+	info, err := os.Stat(filepath.Join(dst, "data", "myid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o600 {
+		t.Errorf("myid copied with mode %v, want -rw-------", info.Mode())
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(dst, "data", "version-2", "log.100000001"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 64<<20 || st.Blocks*512 > 1<<20 {
+		t.Errorf("the copied log is %d bytes with %d allocated: its holes were filled", st.Size, st.Blocks*512)
+	}
+}
+
+func TestDigestSeesEveryChange(t *testing.T) {
+	src := sparseTree(t)
+	base, err := Digest(src, []string{"data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(src, "data", "version-2", "log.100000001")
+	for _, tc := range []struct {
+		name   string
+		change func() error
+	}{
+		{"a byte in a hole", func() error {
+			f, err := os.OpenFile(log, os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteAt([]byte{1}, 40<<20)
+			return err
+		}},
+		{"a mode", func() error { return os.Chmod(filepath.Join(src, "data", "myid"), 0o644) }},
+		{"a name", func() error {
+			return os.Rename(filepath.Join(src, "data", "myid"), filepath.Join(src, "data", "myid2"))
+		}},
+	} {
+		if err := tc.change(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Digest(src, []string{"data"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Digest == base.Digest {
+			t.Errorf("%s changed, the digest did not", tc.name)
+		}
+		base = got
+	}
+}
+
+// TestDigestOfZerosIgnoresHoles: a file of written zeros and a hole of the same length are
+// the same content.
+func TestDigestOfZerosIgnoresHoles(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(a, "f"), make([]byte, 3*block+5), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(b, "f"), 3*block+5); err != nil {
+		t.Fatal(err)
+	}
+	da, err := Digest(a, []string{"f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Digest(b, []string{"f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if da.Digest != db.Digest {
+		t.Errorf("written zeros digest as %s, a hole as %s", da.Digest, db.Digest)
+	}
+}
