@@ -7,6 +7,7 @@ package aem
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -183,6 +184,23 @@ func (s *State) appendKey(b []byte, steps bool) []byte {
 		}
 	}
 	return b
+}
+
+// AllDown tells whether state s of model m has every replica's server down: offline, in a
+// model without links (a quorum model crashes every replica it takes offline), or crashed, in
+// one whose divergences say how a replica fails. The other link models take replicas offline
+// by suspending or unlinking servers that still run.
+func AllDown(m Model, s *State) bool {
+	if s.Online() > 0 {
+		return false
+	}
+	switch {
+	case !m.Links():
+		return true
+	case m.FailureKinds():
+		return !slices.Contains(s.Crashed, false)
+	}
+	return false
 }
 
 // epochStride is the version gap between epochs: a resync that starts a new epoch moves every

@@ -213,6 +213,10 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 	return r.summary, readErr
 }
 
+// minUnit is the size below which a unit is not cut: a small campaign gains more from sharing
+// than from spreading its last schedules over the workers.
+const minUnit = 16
+
 // run is the state the reader and the workers share.
 type run struct {
 	c       Campaign
@@ -222,11 +226,12 @@ type run struct {
 
 // feed sends the schedules to run to jobs, counting those already recorded as skipped: in
 // units of schedules that share a prefix when the campaign shares them (schedules.Grouper,
-// cut so that each worker gets about eight units), one by one otherwise.
+// cut so that each worker gets about eight units, of at least minUnit schedules), one by one
+// otherwise.
 func (r *run) feed(ctx context.Context, jobs chan<- []schedules.Schedule) error {
 	g := schedules.Grouper{Model: r.c.Header.DRM.Model, Params: r.c.Header.Params, Max: 1}
 	if r.c.sharing() {
-		g.Max = max(int(r.c.Total/uint64(8*r.c.Workers)), 1)
+		g.Max = max(int(r.c.Total/uint64(8*r.c.Workers)), minUnit)
 	}
 	send := func(unit []schedules.Schedule) bool {
 		if len(unit) == 0 {

@@ -2,6 +2,9 @@ package executor_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +41,8 @@ type behaviour struct {
 	lose bool
 	// alarmAt: this step reports an alarm of the system's own check on replica 0
 	alarmAt int
+	// restoreErr: Restore fails with this
+	restoreErr string
 }
 
 // fakeSystem launches fake plugins and checks what they are asked to do.
@@ -130,13 +135,25 @@ var fakeInfo = cem.Info{
 }
 
 func (p *fakePlugin) Start(ctx context.Context, spec cem.ClusterSpec) error {
-	s := p.sys
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.exited {
 		return errors.New("plugin exited")
 	}
-	s.note(spec.ScheduleID, "start")
+	p.sys.note(spec.ScheduleID, "start")
+	if err := p.open(ctx, spec); err != nil {
+		return err
+	}
+	p.data = make([]map[string]string, spec.Replicas)
+	for i := range p.data {
+		p.data[i] = map[string]string{}
+	}
+	return nil
+}
+
+// open starts the fake cluster of spec, with no data, as its behaviour says.
+func (p *fakePlugin) open(ctx context.Context, spec cem.ClusterSpec) error {
+	s := p.sys
 	p.spec, p.b = spec, s.behave[spec.ScheduleID]
 	if entries, err := os.ReadDir(spec.Dir); err != nil || len(entries) != 0 {
 		s.t.Errorf("schedule %s: cluster directory %s not fresh: %v %v", spec.ScheduleID, spec.Dir, entries, err)
@@ -183,11 +200,59 @@ func (p *fakePlugin) Start(ctx context.Context, spec cem.ClusterSpec) error {
 			return fmt.Errorf("gate: %w", ctx.Err())
 		}
 	}
-	p.data = make([]map[string]string, spec.Replicas)
-	for i := range p.data {
-		p.data[i] = map[string]string{}
-	}
 	return nil
+}
+
+// fakeSaved is what the fake saves of a cluster.
+type fakeSaved struct {
+	Data    []map[string]string
+	Applied int
+}
+
+// Save writes the replicas' data to dir/fake.json.
+func (p *fakePlugin) Save(_ context.Context, dir string) (cem.Saved, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sys.note(p.spec.ScheduleID, fmt.Sprintf("save %d", p.applied))
+	b, err := json.Marshal(fakeSaved{Data: p.data, Applied: p.applied})
+	if err != nil {
+		return cem.Saved{}, err
+	}
+	if err := errors.Join(os.MkdirAll(dir, 0o755), os.WriteFile(filepath.Join(dir, "fake.json"), b, 0o644)); err != nil {
+		return cem.Saved{}, err
+	}
+	return fakeDigest(b), nil
+}
+
+func fakeDigest(b []byte) cem.Saved {
+	sum := sha256.Sum256(b)
+	return cem.Saved{Paths: []string{"fake.json"}, Bytes: int64(len(b)), Digest: hex.EncodeToString(sum[:])}
+}
+
+// Restore starts a cluster with the data that Save wrote to dir.
+func (p *fakePlugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, steps []string) (cem.Restored, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sys.note(spec.ScheduleID, fmt.Sprintf("restore %d", len(steps)))
+	if err := p.open(ctx, spec); err != nil {
+		return cem.Restored{}, err
+	}
+	if p.b.restoreErr != "" {
+		return cem.Restored{}, errors.New(p.b.restoreErr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fake.json"))
+	if err != nil {
+		return cem.Restored{}, err
+	}
+	var sv fakeSaved
+	if err := json.Unmarshal(b, &sv); err != nil {
+		return cem.Restored{}, err
+	}
+	if sv.Applied != len(steps) {
+		p.sys.t.Errorf("schedule %s: restored a cluster saved after %d steps for the state after %d", spec.ScheduleID, sv.Applied, len(steps))
+	}
+	p.data, p.applied = sv.Data, sv.Applied
+	return cem.Restored{Saved: fakeDigest(b), Actions: []cem.Action{{Replica: -1, What: "restored"}}}, nil
 }
 
 func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, error) {

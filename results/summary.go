@@ -153,6 +153,17 @@ func (s *Summary) NotPassed() []Record {
 	return out
 }
 
+// RestoredCount is how many schedules' holding runs restored a shared prefix.
+func (s *Summary) RestoredCount() int {
+	n := 0
+	for _, r := range s.Latest {
+		if r.Restored != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // Durations returns how long each schedule's holding run took, start to verdict.
 func (s *Summary) Durations() []time.Duration {
 	ds := make([]time.Duration, len(s.Latest))
@@ -201,6 +212,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if classes := s.Classes(); classes != "" {
 		fmt.Fprintf(tw, "failed\t%s\n", classes)
 	}
+	if n := s.RestoredCount(); n > 0 {
+		fmt.Fprintf(tw, "shared\t%d of %d schedules restored a prefix that another schedule's run saved\n", n, len(s.Latest))
+	}
 	if ds := s.Durations(); len(ds) > 0 {
 		fmt.Fprintf(tw, "time\tmedian %v, p90 %v per schedule\n",
 			Percentile(ds, 0.5).Round(time.Millisecond), Percentile(ds, 0.9).Round(time.Millisecond))
@@ -240,6 +254,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		detail := OneLine(r.Detail)
 		if r.AtEnd != "" {
 			detail += " [at the end: " + OneLine(r.AtEnd) + "]"
+		}
+		if r.Restored != nil {
+			detail += fmt.Sprintf(" [steps 1-%d restored from %s's run]", r.Restored.Steps, r.Restored.From)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
 	}

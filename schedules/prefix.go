@@ -7,10 +7,10 @@ import (
 )
 
 // RestorePoints returns the lengths k, 0 < k < len(steps), of the prefixes of steps after
-// which model m has every replica offline. A cluster whose servers keep all their state on disk
-// is then its files and nothing else, so it can be saved there and restored for another
-// schedule with the same prefix (in Q/C/Z, after every divergence). It stops at the first step
-// the model does not enable.
+// which model m has every replica's server down (aem.AllDown). A cluster whose servers keep all
+// their state on disk is then its files and nothing else, so it can be saved there and restored
+// for another schedule with the same prefix (in Q/C/Z, after every divergence). It stops at
+// the first step the model does not enable.
 func RestorePoints(m aem.Model, p aem.Params, steps []aem.Transition) []int {
 	var points []int
 	s := m.Init(p)
@@ -21,7 +21,7 @@ func RestorePoints(m aem.Model, p aem.Params, steps []aem.Transition) []int {
 			break
 		}
 		s = m.Apply(p, &s, &enabled[j])
-		if s.Online() == 0 {
+		if aem.AllDown(m, &s) {
 			points = append(points, i+1)
 		}
 	}
@@ -161,12 +161,14 @@ type Work struct {
 	Saves     int
 }
 
-// Plan counts the work of running units, each by Sharer from a worker's empty store, when
-// nothing fails early; without sharing a schedule costs a start and all its steps.
+// Plan counts the work of one worker that runs units in turn, sharing prefixes with Sharer
+// when share is set, when nothing fails early: what the executor does with one worker, and
+// with several as long as each keeps taking the unit after its last. Without sharing a
+// schedule costs a start and all its steps.
 func Plan(m aem.Model, p aem.Params, units [][]Schedule, share bool) Work {
 	var w Work
+	sh := Sharer[struct{}]{Model: m, Params: p}
 	for _, u := range units {
-		sh := Sharer[struct{}]{Model: m, Params: p}
 		for i := range u {
 			w.Schedules++
 			if !share {

@@ -137,8 +137,8 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 		next.Steps = state.Steps + 1
 		state = next
 	}
-	if state.Online() > 0 {
-		return res, fmt.Errorf("after %d steps the model has replicas online (%s): their state is not on disk", len(steps), state.String())
+	if !aem.AllDown(p.model, &state) {
+		return res, fmt.Errorf("after %d steps the model has servers running (%s): their state is not on disk", len(steps), state.String())
 	}
 	if err := p.prepare(ctx); err != nil {
 		return res, err

@@ -125,6 +125,9 @@ func Run(t *testing.T, cfg Config) {
 	if _, quorum := d.Model.(aem.Quorum); quorum {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
+	if s.info.Capabilities.Restore {
+		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
+	}
 	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
 	t.Run("crashed server", func(t *testing.T) { s.fault(t, syscall.SIGKILL, plan.Schedules[0].Steps) })
 	t.Run("hung server", func(t *testing.T) { s.fault(t, syscall.SIGSTOP, plan.Schedules[0].Steps) })

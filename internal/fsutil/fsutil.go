@@ -46,26 +46,42 @@ func CopyFile(src, dst string) error {
 }
 
 // copySparse copies the data segments of in (size bytes) to out at the same offsets and
-// leaves the holes as holes. Where the file system cannot tell holes (lseek's SEEK_DATA is
-// refused), it copies everything.
+// leaves the holes as holes, and blocks of zeros too (etcd allocates its logs ahead with
+// zeros): the copy reads the same, and weighs only its data. Where the file system cannot tell
+// holes (lseek's SEEK_DATA is refused), it reads the whole file.
 func copySparse(out, in *os.File, size int64) error {
 	segs, err := segments(in, size)
 	if err != nil {
-		if _, err := in.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		_, err = io.Copy(out, in)
-		return err
+		segs = []segment{{0, size}}
 	}
+	buf := make([]byte, 16*block)
 	for _, s := range segs {
-		if _, err := out.Seek(s.off, io.SeekStart); err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, io.NewSectionReader(in, s.off, s.n)); err != nil {
-			return err
+		for off := s.off; off < s.off+s.n; {
+			n, err := in.ReadAt(buf[:min(int64(len(buf)), s.off+s.n-off)], off)
+			if n > 0 && !allZero(buf[:n]) {
+				if _, err := out.WriteAt(buf[:n], off); err != nil {
+					return err
+				}
+			}
+			off += int64(n)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return out.Truncate(size)
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // segment is a run of a file's bytes that may hold data.
@@ -132,7 +148,8 @@ func CopyTree(src, dst string) error {
 }
 
 // Tree is what Digest found under a root: the files, directories and links by path relative
-// to it, in order, the bytes of data they hold (holes left out: what a copy weighs), and one
+// to it, in order, the bytes of data they hold (holes and zero blocks left out: what a copy
+// weighs), and one
 // SHA-256 over the paths, the modes, the link targets and the contents.
 type Tree struct {
 	Paths  []string
@@ -192,7 +209,8 @@ func Digest(root string, paths []string) (Tree, error) {
 const block = 4096
 
 // digestFile adds a file's content to h as 4 KiB blocks, a run of zero blocks as its length:
-// holes are zeros that need not be read. It returns the bytes outside holes.
+// holes are zeros that need not be read. It returns the bytes of the blocks that are not all
+// zeros: what CopyFile writes.
 func digestFile(h hash.Hash, path string, size int64) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -214,7 +232,6 @@ func digestFile(h hash.Hash, path string, size int64) (int64, error) {
 	zero := make([]byte, block)
 	for _, s := range segs {
 		zeros += s.off - at
-		data += s.n
 		r := io.NewSectionReader(f, s.off, s.n)
 		for {
 			n, err := io.ReadFull(r, buf)
@@ -224,6 +241,7 @@ func digestFile(h hash.Hash, path string, size int64) (int64, error) {
 				} else {
 					flush()
 					h.Write(buf[:n])
+					data += int64(n)
 				}
 			}
 			if err == io.EOF || err == io.ErrUnexpectedEOF {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,10 +101,19 @@ func hold(ctx context.Context, out io.Writer, k executor.Kept) {
 }
 
 // explainDifferences prints, for every run whose verdict differs from the recorded one, the
-// first observation in which it differs from the recorded run: why the verdict changed.
+// first observation in which it differs from the recorded run: why the verdict changed. When
+// the recorded run restored a shared prefix, it says so: a replay runs from scratch.
 func explainDifferences(out io.Writer, t *rerun.Target, recs []results.Record) {
 	recorded, ok := t.Recorded()
-	if !ok || len(recorded.Observations) == 0 {
+	if !ok {
+		return
+	}
+	differ := slices.ContainsFunc(recs, func(r results.Record) bool { return r.Verdict != recorded.Verdict || r.Class != recorded.Class })
+	if rs := recorded.Restored; differ && rs != nil {
+		fmt.Fprintf(out, "the recorded run restored its first %d steps from the cluster that schedule %s's run saved (sha256 %s); a replay runs every step from scratch\n",
+			rs.Steps, rs.From, rs.Digest)
+	}
+	if len(recorded.Observations) == 0 {
 		return
 	}
 	for k, r := range recs {

@@ -11,6 +11,8 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -97,5 +99,29 @@ func TestRunBadInput(t *testing.T) {
 				t.Errorf("output %q", out.String())
 			}
 		})
+	}
+}
+
+// TestExplainRestoredRun: a replay whose verdict differs from a run that restored a shared
+// prefix says that the recorded run restored it and that the replay ran every step.
+func TestExplainRestoredRun(t *testing.T) {
+	recorded := results.Record{ID: "9f04dcda77776788", Verdict: oracle.Fail, Class: oracle.Diverged,
+		Restored: &results.Restored{Steps: 3, From: "e244af80baa7ba59", Digest: "bca54e48"}}
+	target := &rerun.Target{Summary: &results.Summary{Latest: []results.Record{recorded}}, Schedule: schedules.Schedule{ID: recorded.ID}}
+	tests := []struct {
+		name    string
+		replays []results.Record
+		want    string
+	}{
+		{"same verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}}, ""},
+		{"other verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}, {Verdict: oracle.Pass}},
+			"the recorded run restored its first 3 steps from the cluster that schedule e244af80baa7ba59's run saved (sha256 bca54e48); a replay runs every step from scratch\n"},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		explainDifferences(&b, target, tt.replays)
+		if b.String() != tt.want {
+			t.Errorf("%s: printed %q, want %q", tt.name, b.String(), tt.want)
+		}
 	}
 }
