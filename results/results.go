@@ -90,11 +90,11 @@ type Record struct {
 	Observations []StepObservations `json:"observations,omitempty"`
 	// Restored, when the schedule did not start afresh, says which saved prefix it restored.
 	Restored      *Restored `json:"restored,omitempty"`
-	Plugin        string             `json:"plugin"`
-	PluginVersion string             `json:"plugin_version"`
-	ServerVersion string             `json:"server_version"`
-	Start         time.Time          `json:"start"`
-	End           time.Time          `json:"end"`
+	Plugin        string    `json:"plugin"`
+	PluginVersion string    `json:"plugin_version"`
+	ServerVersion string    `json:"server_version"`
+	Start         time.Time `json:"start"`
+	End           time.Time `json:"end"`
 	// Milliseconds spent starting (or restoring) the cluster, realising each step taken (0 for
 	// a restored step) and reading the data.
 	StartMS float64   `json:"start_ms"`
