@@ -234,6 +234,8 @@ func (s *State) setOnline(v int) {
 type Model interface {
 	// Name is the model's short name as the spec writes it, such as "Q/C/Z".
 	Name() string
+	// Rules is the model's rule set: what a realisation must do, whatever the title.
+	Rules() Rules
 	// Init returns the initial state.
 	Init(p Params) State
 	// Next appends to out, in canonical order, every transition enabled in s.

@@ -14,6 +14,7 @@ type Quorum struct{ name string }
 func NewQuorum(name string) Quorum { return Quorum{name: name} }
 
 func (q Quorum) Name() string               { return q.name }
+func (Quorum) Rules() Rules                 { return QuorumRules }
 func (q Quorum) StepsMatter() bool          { return false }
 func (q Quorum) Links() bool                { return false }
 func (q Quorum) FailureKinds() bool         { return false }

@@ -48,12 +48,29 @@ const (
 // Offline resync options are offered for each primary p in ascending order (Transition.From). The
 // text does not name p: no state reached at ops<=3 n=3 or ops=1 n<=5 offers two, and the
 // property tests would see two schedules with the same text.
-type Redis struct{ variant RedisVariant }
+type Redis struct {
+	variant RedisVariant
+	name    string // empty: the paper's name of the variant
+}
 
-// NewRedis returns the Redis model of the given variant.
+// NewRedis returns the Redis model of the given variant, under the paper's name.
 func NewRedis(v RedisVariant) Redis { return Redis{variant: v} }
 
+// Rules is the variant's rule set.
+func (r Redis) Rules() Rules {
+	switch r.variant {
+	case Suspend:
+		return SuspendRules
+	case Link:
+		return LinkRules
+	}
+	return CrashLinkRules
+}
+
 func (r Redis) Name() string {
+	if r.name != "" {
+		return r.name
+	}
 	switch r.variant {
 	case Suspend:
 		return "S/S/R"

@@ -22,14 +22,31 @@ const ProtocolVersion = 3
 
 // Capabilities say what a plugin can do.
 type Capabilities struct {
-	// DRMs lists the short names of the DRMs the plugin realises, such as "ssr".
+	// DRMs lists the short names of the DRMs the plugin realises, such as "ssr": the
+	// catalogue's and those it declares.
 	DRMs []string
+	// Declared are the DRMs of the plugin's own, which modulo's catalogue does not hold: a
+	// plugin for a new system brings its DRM with it.
+	Declared []DRMSpec
 	// PortsPerReplica is how many consecutive ports each replica needs.
 	PortsPerReplica int
 	// Restore says that the plugin implements Restorer: it can save a cluster whose state is
 	// entirely on disk and restart from the copy later, instead of replaying the steps that
 	// led to it.
 	Restore bool
+}
+
+// DRMSpec is a DRM that a plugin declares: everything modulo's catalogue holds of one.
+type DRMSpec struct {
+	Name    string // short name, lower-case letters and digits: "pgl"
+	Title   string // as reports print it: "S/CL/P"
+	Rules   string // the abstract model's rule set: quorum, suspend, link or crash-link
+	System  string // the system under test: "PostgreSQL"
+	Summary string // one line for listings
+	// Ops and Replicas are the default parameters of gen; OpsRange and ReplicasRange the
+	// values the plugin's author has run (empty: the default only).
+	Ops, Replicas           int
+	OpsRange, ReplicasRange []int
 }
 
 // Info describes a plugin and the server binary it drives.

@@ -51,6 +51,7 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 			Drms:            info.Capabilities.DRMs,
 			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
 			Restore:         info.Capabilities.Restore,
+			Declared:        specsPB(info.Capabilities.Declared),
 		},
 	}}, nil
 }
@@ -163,6 +164,44 @@ func (s *grpcServer) Restore(ctx context.Context, req *pb.RestoreRequest) (*pb.R
 	return &pb.RestoreResponse{Restored: savedPB(restored.Saved), Actions: actionsPB(restored.Actions)}, nil
 }
 
+func specsPB(specs []DRMSpec) []*pb.DRMSpec {
+	var out []*pb.DRMSpec
+	for _, d := range specs {
+		out = append(out, &pb.DRMSpec{
+			Name: d.Name, Title: d.Title, Rules: d.Rules, System: d.System, Summary: d.Summary,
+			Ops: int64(d.Ops), Replicas: int64(d.Replicas), OpsRange: ints64(d.OpsRange), ReplicasRange: ints64(d.ReplicasRange),
+		})
+	}
+	return out
+}
+
+func specsOf(specs []*pb.DRMSpec) []DRMSpec {
+	var out []DRMSpec
+	for _, d := range specs {
+		out = append(out, DRMSpec{
+			Name: d.GetName(), Title: d.GetTitle(), Rules: d.GetRules(), System: d.GetSystem(), Summary: d.GetSummary(),
+			Ops: int(d.GetOps()), Replicas: int(d.GetReplicas()), OpsRange: ints(d.GetOpsRange()), ReplicasRange: ints(d.GetReplicasRange()),
+		})
+	}
+	return out
+}
+
+func ints64(v []int) []int64 {
+	var out []int64
+	for _, x := range v {
+		out = append(out, int64(x))
+	}
+	return out
+}
+
+func ints(v []int64) []int {
+	var out []int
+	for _, x := range v {
+		out = append(out, int(x))
+	}
+	return out
+}
+
 func savedPB(s Saved) *pb.Saved {
 	return &pb.Saved{Paths: s.Paths, Bytes: s.Bytes, Digest: s.Digest}
 }
@@ -214,6 +253,7 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 			DRMs:            info.GetCapabilities().GetDrms(),
 			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),
 			Restore:         info.GetCapabilities().GetRestore(),
+			Declared:        specsOf(info.GetCapabilities().GetDeclared()),
 		},
 	}, nil
 }

@@ -1,9 +1,13 @@
 // Package drms is the catalogue of divergence resync models (DRMs): each pairs an abstract
-// execution model with the plugin that realises it on a real system.
+// execution model with the plugin that realises it on a real system. The built-in catalogue
+// holds the paper's DRMs (and the tutorial's); a plugin may declare DRMs of its own, which a
+// Resolver (the host's discovery of plugins) adds.
 package drms
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,6 +30,76 @@ type DRM struct {
 	// Changed says when and why the model's schedules (and so their IDs) last changed, for
 	// messages about files generated before; empty if they never did.
 	Changed string
+	// Declared says that the plugin declares the DRM: it is not the built-in catalogue's, and
+	// its defaults are the plugin author's, not the paper's. PluginPath is where the plugin
+	// that declares it was found.
+	Declared   bool
+	PluginPath string
+}
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
+
+// Declare makes a DRM that plugin declares, checking what it says: a short name of lower-case
+// letters and digits that no built-in DRM has, a title, a rule set (aem.ParseRules), valid
+// default parameters, ranges that hold them.
+func Declare(plugin, name, title, rules, system, summary string, defaults aem.Params, ops, replicas []int) (DRM, error) {
+	fail := func(format string, args ...any) (DRM, error) {
+		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: %s", plugin, name, fmt.Sprintf(format, args...))
+	}
+	if !namePattern.MatchString(name) {
+		return fail("a short name is lower-case letters and digits, starting with a letter")
+	}
+	if b, ok := builtin(name); ok {
+		return fail("the built-in DRM %s (%s, realised by the %s plugin) has that name", b.Name, b.Title, b.Plugin)
+	}
+	if b, ok := builtin(title); ok {
+		return fail("the built-in DRM %s has its title %q", b.Name, title)
+	}
+	r, err := aem.ParseRules(rules)
+	if err != nil {
+		return fail("%v", err)
+	}
+	m, err := aem.New(r, title)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if err := defaults.Validate(); err != nil {
+		return fail("default parameters: %v", err)
+	}
+	if len(ops) == 0 {
+		ops = []int{defaults.Ops}
+	}
+	if len(replicas) == 0 {
+		replicas = []int{defaults.Replicas}
+	}
+	if !slices.Contains(ops, defaults.Ops) || !slices.Contains(replicas, defaults.Replicas) {
+		return fail("the ranges ops %v and replicas %v must hold the defaults %d and %d", ops, replicas, defaults.Ops, defaults.Replicas)
+	}
+	return DRM{
+		Name: name, Title: title, Model: m, Plugin: plugin, System: system, Summary: summary,
+		Defaults: defaults, Ops: slices.Clone(ops), Replicas: slices.Clone(replicas), Declared: true,
+	}, nil
+}
+
+// Resolver finds the DRMs that plugins declare.
+type Resolver interface {
+	// Declared returns every DRM that the plugins found declare, in a stable order; an error
+	// names a clash (two plugins that declare one name) or a plugin that could not say.
+	Declared() ([]DRM, error)
+	// AddDir adds a directory to search for plugins first.
+	AddDir(dir string)
+}
+
+var resolver Resolver
+
+// SetResolver makes Lookup, All and Names include the DRMs that r finds; nil removes it.
+func SetResolver(r Resolver) { resolver = r }
+
+// AddPluginDir adds dir to the directories the resolver searches, when there is a resolver.
+func AddPluginDir(dir string) {
+	if resolver != nil && dir != "" {
+		resolver.AddDir(dir)
+	}
 }
 
 var catalogue = []DRM{
@@ -64,10 +138,21 @@ var catalogue = []DRM{
 	},
 }
 
-// All returns every DRM in catalogue order.
-func All() []DRM { return append([]DRM(nil), catalogue...) }
+// Builtin returns the built-in DRMs, in catalogue order.
+func Builtin() []DRM { return slices.Clone(catalogue) }
 
-// Names returns the short names, sorted.
+// All returns the built-in DRMs in catalogue order, then those that plugins declare; with
+// an error from the resolver, the built-in ones and the error.
+func All() ([]DRM, error) {
+	all := Builtin()
+	if resolver == nil {
+		return all, nil
+	}
+	declared, err := resolver.Declared()
+	return append(all, declared...), err
+}
+
+// Names returns the short names of the built-in DRMs, sorted.
 func Names() []string {
 	var ns []string
 	for _, d := range catalogue {
@@ -77,12 +162,33 @@ func Names() []string {
 	return ns
 }
 
-// Lookup finds a DRM by short name ("qcz") or by title ("Q/C/Z"), ignoring case.
-func Lookup(name string) (DRM, error) {
+func builtin(name string) (DRM, bool) {
 	for _, d := range catalogue {
 		if strings.EqualFold(name, d.Name) || strings.EqualFold(name, d.Title) {
-			return d, nil
+			return d, true
 		}
 	}
-	return DRM{}, fmt.Errorf("unknown DRM %q (known: %s)", name, strings.Join(Names(), ", "))
+	return DRM{}, false
+}
+
+// Lookup finds a DRM by short name ("qcz") or by title ("Q/C/Z"), ignoring case: a built-in
+// one, else one that a plugin declares.
+func Lookup(name string) (DRM, error) {
+	if d, ok := builtin(name); ok {
+		return d, nil
+	}
+	known := Names()
+	if resolver != nil {
+		declared, err := resolver.Declared()
+		for _, d := range declared {
+			if strings.EqualFold(name, d.Name) || strings.EqualFold(name, d.Title) {
+				return d, nil
+			}
+			known = append(known, d.Name+" ("+d.Plugin+" plugin)")
+		}
+		if err != nil {
+			return DRM{}, fmt.Errorf("unknown DRM %q (known: %s; and %w)", name, strings.Join(known, ", "), err)
+		}
+	}
+	return DRM{}, fmt.Errorf("unknown DRM %q (known: %s)", name, strings.Join(known, ", "))
 }

@@ -1,6 +1,7 @@
 package drms
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/modulo-testing/modulo/aem"
@@ -34,7 +35,7 @@ func TestLookup(t *testing.T) {
 // TestCatalogue checks that every DRM's model carries its title and that the paper's default
 // parameters are among the values it ran and make schedules.
 func TestCatalogue(t *testing.T) {
-	for _, d := range All() {
+	for _, d := range Builtin() {
 		if d.Model.Name() != d.Title {
 			t.Errorf("%s: model %s", d.Name, d.Model.Name())
 		}
@@ -45,5 +46,63 @@ func TestCatalogue(t *testing.T) {
 		if n, err := g.Count(); err != nil || n == 0 {
 			t.Errorf("%s defaults %+v: %d schedules, %v", d.Name, d.Defaults, n, err)
 		}
+	}
+}
+
+// fakeResolver declares DRMs as a plugin would.
+type fakeResolver struct {
+	declared []DRM
+	err      error
+}
+
+func (f fakeResolver) Declared() ([]DRM, error) { return f.declared, f.err }
+func (fakeResolver) AddDir(string)              {}
+
+// TestDeclare: a plugin's DRM is made from what it declares, under any title, with the rule
+// set's model; what it may not declare is refused, naming the plugin.
+func TestDeclare(t *testing.T) {
+	d, err := Declare("postgres", "pgl", "S/CL/P", "crash-link", "PostgreSQL", "streaming replication", aem.Params{Ops: 1, Replicas: 2}, []int{1, 2}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Model.Name() != "S/CL/P" || d.Model.Rules() != aem.CrashLinkRules || !d.Declared || d.Plugin != "postgres" {
+		t.Errorf("declared %+v", d)
+	}
+	// Same rules, same schedules: the title changes nothing but the name.
+	for _, p := range []aem.Params{{Ops: 1, Replicas: 2}, {Ops: 2, Replicas: 2}} {
+		gd, _ := aem.NewGraph(d.Model, p)
+		gs, _ := aem.NewGraph(aem.SCLR, p)
+		nd, _ := gd.Count()
+		ns, _ := gs.Count()
+		if nd != ns || nd == 0 {
+			t.Errorf("%+v: %d schedules under the declared title, %d under S/CL/R", p, nd, ns)
+		}
+	}
+	bad := []struct{ name, title, rules, want string }{
+		{"PG", "S/CL/P", "sclr", "lower-case letters and digits"},
+		{"qcz", "Q/C/X", "qcz", "the built-in DRM qcz"},
+		{"pgx", "S/L/R", "slr", "has its title"},
+		{"pgx", "P/X", "paxos", "unknown rule set"},
+		{"pgx", "", "slr", "needs a title"},
+	}
+	for _, b := range bad {
+		_, err := Declare("postgres", b.name, b.title, b.rules, "PostgreSQL", "", aem.Params{Ops: 1, Replicas: 2}, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), "plugin postgres") {
+			t.Errorf("Declare(%q, %q, %q) = %v, want an error naming the plugin and %q", b.name, b.title, b.rules, err, b.want)
+		}
+	}
+
+	SetResolver(fakeResolver{declared: []DRM{d}})
+	defer SetResolver(nil)
+	for _, name := range []string{"pgl", "S/CL/P", "qcz"} {
+		if _, err := Lookup(name); err != nil {
+			t.Errorf("Lookup(%q) with the plugin's DRM declared: %v", name, err)
+		}
+	}
+	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "pgl (postgres plugin)") {
+		t.Errorf("an unknown DRM's error does not list the declared one: %v", err)
+	}
+	if all, err := All(); err != nil || len(all) != len(Builtin())+1 {
+		t.Errorf("All() = %d DRMs, %v; want the built-in ones and the declared one", len(all), err)
 	}
 }

@@ -34,9 +34,12 @@ func setupErrorf(format string, args ...any) error {
 // The launcher it returns starts the plugin with its messages going to stderr. A problem the
 // user must fix is a *SetupError.
 func Prepare(ctx context.Context, cfg config.Config, d drms.DRM, replicas int, stderr io.Writer) (cem.Info, Launcher, error) {
-	path, err := findPlugin(d.Plugin, cfg.PluginDir)
-	if err != nil {
-		return cem.Info{}, nil, err
+	path := d.PluginPath // where the plugin that declares it was found
+	if path == "" {
+		var err error
+		if path, err = findPlugin(d.Plugin, cfg.PluginDir); err != nil {
+			return cem.Info{}, nil, err
+		}
 	}
 	launch := launcher(path, stderr)
 	info, err := probe(ctx, launch, d, cfg.Plugins[d.Plugin])

@@ -46,14 +46,22 @@ import (
 // About describes a plugin.
 type About struct {
 	Name string // the plugin's name, as drms.DRM.Plugin names it: "etcd"
-	// DRMs lists the short names of the DRMs the plugin realises; the catalogue (package drms)
-	// must name this plugin for each.
+	// DRMs lists the short names of the built-in catalogue's DRMs that the plugin realises; the
+	// catalogue (package drms) must name this plugin for each.
 	DRMs []string
+	// Declare lists the DRMs of the plugin's own: a plugin for a new system brings its DRM,
+	// with a rule set of the kit's (quorum, suspend, link, crash-link) under a title of its
+	// own, and modulo finds it in the plugin (modulo plugins lists them).
+	Declare []DRM
 	// PortsPerReplica is how many consecutive ports on 127.0.0.1 each replica gets.
 	PortsPerReplica int
 	// Version is the plugin's version; empty means modulo's.
 	Version string
 }
+
+// DRM is a DRM that a plugin declares (cem.DRMSpec), so that a plugin needs no import but the
+// kit's.
+type DRM = cem.DRMSpec
 
 // System is what a plugin's author writes: how to run and talk to one replica of their system.
 // The kit calls it from one goroutine at a time, except that Write may run while LogReader's

@@ -34,7 +34,7 @@ type linkEngine struct {
 	p       *Plugin
 	l       Linker
 	snap    Snapshotter // S/CL/R only
-	variant aem.RedisVariant
+	variant aem.Rules
 	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
 	waitBefore, waitAfter time.Duration
 	probe                 bool
@@ -66,9 +66,9 @@ func (e *linkEngine) wantLink(s *aem.State, i int) int {
 	src := s.Src[i]
 	apart := src == aem.NoSource || !s.On[i] || !s.On[src]
 	switch {
-	case e.variant == aem.CrashLink && apart:
+	case e.variant == aem.CrashLinkRules && apart:
 		return aem.NoSource
-	case e.variant == aem.Suspend && e.reps()[i].promoted && apart:
+	case e.variant == aem.SuspendRules && e.reps()[i].promoted && apart:
 		// Promoted while its source was suspended: it stays a primary until both are online.
 		return aem.NoSource
 	}
@@ -97,15 +97,15 @@ func (e *linkEngine) check() error {
 	for i, r := range e.reps() {
 		on := s.On[i]
 		switch {
-		case e.variant != aem.CrashLink && !r.running():
+		case e.variant != aem.CrashLinkRules && !r.running():
 			return fmt.Errorf("%s is down", r.Name)
-		case e.variant == aem.Suspend && r.suspended == on:
+		case e.variant == aem.SuspendRules && r.suspended == on:
 			return fmt.Errorf("%s is suspended=%v while online=%v", r.Name, r.suspended, on)
-		case e.variant == aem.Link && r.suspended:
+		case e.variant == aem.LinkRules && r.suspended:
 			return fmt.Errorf("%s is suspended", r.Name)
-		case e.variant == aem.CrashLink && on && (!r.running() || r.suspended):
+		case e.variant == aem.CrashLinkRules && on && (!r.running() || r.suspended):
 			return fmt.Errorf("%s is online but its server is down or suspended", r.Name)
-		case e.variant == aem.CrashLink && s.Crashed[i] && r.running():
+		case e.variant == aem.CrashLinkRules && s.Crashed[i] && r.running():
 			return fmt.Errorf("%s is crashed but its server runs", r.Name)
 		case r.running() && r.link != e.wantLink(s, i) && e.p.brk != BreakSkipRelink:
 			return fmt.Errorf("%s follows %d, the model wants %d", r.Name, r.link, e.wantLink(s, i))
@@ -170,7 +170,7 @@ func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 		}
 	}
 	switch e.variant {
-	case aem.Suspend: // every replica ends suspended
+	case aem.SuspendRules: // every replica ends suspended
 		for _, r := range e.reps() {
 			if !r.suspended {
 				if err := p.suspend(ctx, r); err != nil {
@@ -178,7 +178,7 @@ func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 				}
 			}
 		}
-	case aem.CrashLink:
+	case aem.CrashLinkRules:
 		// Disconnect first, so that no NONE replica sees its source die and retries it.
 		for i, f := range t.Failures {
 			if r := e.reps()[i]; f == aem.FailNone && r.link != aem.NoSource {
@@ -236,9 +236,9 @@ func (e *linkEngine) waitIfBroken(ctx context.Context, before []link, d time.Dur
 func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int) error {
 	r := e.reps()[i]
 	switch e.variant {
-	case aem.Suspend:
+	case aem.SuspendRules:
 		return e.p.suspend(ctx, r)
-	case aem.Link:
+	case aem.LinkRules:
 		// The link fails where the source goes on receiving; a replica whose source misses
 		// write j too keeps its link.
 		if src := e.p.state.Src[i]; src != aem.NoSource && t.Writes[src] >= j {
@@ -309,7 +309,7 @@ func (e *linkEngine) promoteReceivers(ctx context.Context, recv []bool, j int) (
 			if !recv[i] || via[i] || r.link == aem.NoSource {
 				continue
 			}
-			if e.variant == aem.Suspend && reps[r.link].suspended {
+			if e.variant == aem.SuspendRules && reps[r.link].suspended {
 				promote = r
 				break
 			}

@@ -145,7 +145,7 @@ func (s *memSystem) Prepare(_ context.Context, c *kit.Cluster) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, s.quorum = d.Model.(aem.Quorum)
+	s.quorum = d.Model.Rules() == aem.QuorumRules
 	s.c, s.reps, s.leader = c, make([]*memReplica, len(c.Replicas)), nil
 	for i := range s.reps {
 		s.reps[i] = &memReplica{epoch: s.epoch()}

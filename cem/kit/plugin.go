@@ -114,10 +114,39 @@ var (
 // New returns a plugin built from sys, with no cluster.
 func New(about About, sys System) *Plugin {
 	p := &Plugin{about: about, sys: sys}
-	if about.Name == "" || len(about.DRMs) == 0 || about.PortsPerReplica < 1 {
-		p.aboutErr = fmt.Errorf("plugin %q: About needs a name, DRMs and at least one port per replica", about.Name)
+	if about.Name == "" || len(about.DRMs)+len(about.Declare) == 0 || about.PortsPerReplica < 1 {
+		p.aboutErr = fmt.Errorf("plugin %q: About needs a name, DRMs (or declared ones) and at least one port per replica", about.Name)
+	}
+	for _, d := range about.Declare {
+		if _, err := declared(about.Name, d); err != nil {
+			p.aboutErr = err
+		}
 	}
 	return p
+}
+
+// declared is the DRM that spec declares for plugin.
+func declared(plugin string, spec cem.DRMSpec) (drms.DRM, error) {
+	return drms.Declare(plugin, spec.Name, spec.Title, spec.Rules, spec.System, spec.Summary,
+		aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}, spec.OpsRange, spec.ReplicasRange)
+}
+
+// drm finds the DRM named name: one the plugin declares, or one of the catalogue's that it
+// realises.
+func (p *Plugin) drm(name string) (drms.DRM, error) {
+	for _, spec := range p.about.Declare {
+		if strings.EqualFold(spec.Name, name) || strings.EqualFold(spec.Title, name) {
+			return declared(p.about.Name, spec)
+		}
+	}
+	d, err := drms.Lookup(name)
+	if err != nil {
+		return d, err
+	}
+	if d.Plugin != p.about.Name || !slices.Contains(p.about.DRMs, d.Name) {
+		return d, fmt.Errorf("DRM %s is realised by the %s plugin, not by %s", d.Name, d.Plugin, p.about.Name)
+	}
+	return d, nil
 }
 
 // Serve serves the plugin built from sys to the modulo that started this process; a plugin's
@@ -148,11 +177,21 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 		Version:       version,
 		ServerVersion: v,
 		Capabilities: cem.Capabilities{
-			DRMs:            slices.Clone(p.about.DRMs),
+			DRMs:            p.drmNames(),
+			Declared:        slices.Clone(p.about.Declare),
 			PortsPerReplica: p.about.PortsPerReplica,
 			Restore:         restorable,
 		},
 	}, nil
+}
+
+// drmNames lists the DRMs the plugin realises: the catalogue's, then its own.
+func (p *Plugin) drmNames() []string {
+	names := slices.Clone(p.about.DRMs)
+	for _, d := range p.about.Declare {
+		names = append(names, d.Name)
+	}
+	return names
 }
 
 // configure hands the plugin's TOML section to the system and returns the kit's own
@@ -217,7 +256,7 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		}
 		return fmt.Errorf("DRM %s needs the system to implement kit.%s", d.Name, iface)
 	}
-	_, quorum := d.Model.(aem.Quorum)
+	quorum := d.Model.Rules() == aem.QuorumRules
 	p.acks = quorum
 	if quorum {
 		if p.brk == BreakSkipRelink {
@@ -236,23 +275,16 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 	if p.brk == BreakLoseWrite {
 		return nil, fmt.Errorf("%s = %q is for quorum models; DRM %s has a link model, whose writes are not acknowledged as durable", BreakKey, BreakLoseWrite, d.Name)
 	}
-	var variant aem.RedisVariant
-	switch d.Model {
-	case aem.SSR:
-		variant = aem.Suspend
-	case aem.SLR:
-		variant = aem.Link
-	case aem.SCLR:
-		variant = aem.CrashLink
-	default:
-		return nil, fmt.Errorf("DRM %s: the kit realises no model %s", d.Name, d.Model.Name())
+	variant := d.Model.Rules()
+	if !slices.Contains(aem.AllRules, variant) {
+		return nil, fmt.Errorf("DRM %s: the kit realises no rule set %q (model %s)", d.Name, variant, d.Model.Name())
 	}
 	l, ok := p.sys.(Linker)
 	if err := need(ok, "Linker"); err != nil {
 		return nil, err
 	}
 	e := &linkEngine{p: p, l: l, variant: variant, probe: true}
-	if variant == aem.CrashLink {
+	if variant == aem.CrashLinkRules {
 		e.snap, ok = p.sys.(Snapshotter)
 		if err := need(ok, "Snapshotter"); err != nil {
 			return nil, err
@@ -300,12 +332,9 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	if p.c != nil {
 		return p.errorf("start", errors.New("a cluster is already running; tear it down first"))
 	}
-	d, err := drms.Lookup(spec.DRM)
+	d, err := p.drm(spec.DRM)
 	if err != nil {
 		return p.errorf("start", err)
-	}
-	if d.Plugin != p.about.Name || !slices.Contains(p.about.DRMs, d.Name) {
-		return p.errorf("start", fmt.Errorf("DRM %s is realised by the %s plugin, not by %s", d.Name, d.Plugin, p.about.Name))
 	}
 	params := aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}
 	if err := params.Validate(); err != nil {

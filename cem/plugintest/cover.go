@@ -26,7 +26,7 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 	if t.Kind == aem.Divergence && !s.AllOnline() {
 		add("D: with replicas offline")
 	}
-	if _, ok := m.(aem.Quorum); ok {
+	if m.Rules() == aem.QuorumRules {
 		quorum := p.Replicas/2 + 1
 		switch t.Kind {
 		case aem.Divergence:

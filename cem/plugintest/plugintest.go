@@ -95,17 +95,20 @@ type suite struct {
 // Run runs the conformance suite, each part a subtest of t.
 func Run(t *testing.T, cfg Config) {
 	t.Helper()
-	d, err := drms.Lookup(cfg.DRM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if cfg.New == nil {
 		t.Fatal("plugintest: Config.New is nil")
 	}
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
-	s := &suite{cfg: cfg, drm: d, params: cfg.Params}
+	s := &suite{cfg: cfg}
+	s.info = s.checkInfo(t, cfg.New())
+	d, err := s.lookup(cfg.DRM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.drm, s.params = d, cfg.Params
+	s.checkDRM(t)
 	if s.params == (aem.Params{}) {
 		s.params = aem.Params{Ops: 1, Replicas: d.Defaults.Replicas}
 		for _, o := range d.Ops {
@@ -115,14 +118,13 @@ func Run(t *testing.T, cfg Config) {
 		}
 	}
 	s.callTimeout = cem.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
-	s.info = s.checkInfo(t, cfg.New())
 	plan, err := Cover(d.Model, s.params)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Run("transitions", func(t *testing.T) { s.transitions(t, plan) })
 	t.Run("oracle", s.oracle)
-	if _, quorum := d.Model.(aem.Quorum); quorum {
+	if d.Model.Rules() == aem.QuorumRules {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
 	if s.info.Capabilities.Restore {
@@ -137,15 +139,32 @@ func Run(t *testing.T, cfg Config) {
 	}
 }
 
-// checkInfo checks what the plugin says of itself.
+// lookup finds the DRM named name: one the plugin declares, else the catalogue's.
+func (s *suite) lookup(name string) (drms.DRM, error) {
+	for _, spec := range s.info.Capabilities.Declared {
+		if strings.EqualFold(spec.Name, name) {
+			return drms.Declare(s.info.Name, spec.Name, spec.Title, spec.Rules, spec.System, spec.Summary,
+				aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}, spec.OpsRange, spec.ReplicasRange)
+		}
+	}
+	return drms.Lookup(name)
+}
+
+// checkInfo asks the plugin what it is; checkDRM checks that against the suite's DRM.
 func (s *suite) checkInfo(t *testing.T, p cem.CEM) cem.Info {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), s.callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cem.DefaultStepTimeout)
 	defer cancel()
 	info, err := p.Info(ctx, s.cfg.PluginConfig)
 	if err != nil {
 		t.Fatalf("info: %v", err)
 	}
+	return info
+}
+
+func (s *suite) checkDRM(t *testing.T) {
+	t.Helper()
+	info := s.info
 	switch {
 	case info.Name != s.drm.Plugin:
 		t.Fatalf("info: plugin %q, but the catalogue says the %s plugin realises %s", info.Name, s.drm.Plugin, s.drm.Name)
@@ -156,7 +175,6 @@ func (s *suite) checkInfo(t *testing.T, p cem.CEM) cem.Info {
 	case info.ServerVersion == "" || info.Version == "":
 		t.Fatalf("info: version %q, server version %q: both must be set", info.Version, info.ServerVersion)
 	}
-	return info
 }
 
 // transitions realises each schedule of the plan on a fresh cluster and checks that every kind
@@ -194,7 +212,7 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 // oracle realises a schedule that leaves a replica behind and checks that the oracle's
 // comparison reports it.
 func (s *suite) oracle(t *testing.T) {
-	_, quorum := s.drm.Model.(aem.Quorum)
+	quorum := s.drm.Model.Rules() == aem.QuorumRules
 	planned, err := Shortest(s.drm.Model, s.params, func(end *aem.State) bool {
 		if quorum {
 			return true

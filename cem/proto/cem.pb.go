@@ -189,6 +189,7 @@ type Capabilities struct {
 	Drms            []string               `protobuf:"bytes,1,rep,name=drms,proto3" json:"drms,omitempty"`
 	PortsPerReplica int64                  `protobuf:"varint,2,opt,name=ports_per_replica,json=portsPerReplica,proto3" json:"ports_per_replica,omitempty"`
 	Restore         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
+	Declared        []*DRMSpec             `protobuf:"bytes,4,rep,name=declared,proto3" json:"declared,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -244,6 +245,122 @@ func (x *Capabilities) GetRestore() bool {
 	return false
 }
 
+func (x *Capabilities) GetDeclared() []*DRMSpec {
+	if x != nil {
+		return x.Declared
+	}
+	return nil
+}
+
+// A DRM of the plugin's own (cem.DRMSpec).
+type DRMSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Title         string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Rules         string                 `protobuf:"bytes,3,opt,name=rules,proto3" json:"rules,omitempty"`
+	System        string                 `protobuf:"bytes,4,opt,name=system,proto3" json:"system,omitempty"`
+	Summary       string                 `protobuf:"bytes,5,opt,name=summary,proto3" json:"summary,omitempty"`
+	Ops           int64                  `protobuf:"varint,6,opt,name=ops,proto3" json:"ops,omitempty"`
+	Replicas      int64                  `protobuf:"varint,7,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	OpsRange      []int64                `protobuf:"varint,8,rep,packed,name=ops_range,json=opsRange,proto3" json:"ops_range,omitempty"`
+	ReplicasRange []int64                `protobuf:"varint,9,rep,packed,name=replicas_range,json=replicasRange,proto3" json:"replicas_range,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DRMSpec) Reset() {
+	*x = DRMSpec{}
+	mi := &file_cem_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DRMSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DRMSpec) ProtoMessage() {}
+
+func (x *DRMSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DRMSpec.ProtoReflect.Descriptor instead.
+func (*DRMSpec) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *DRMSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DRMSpec) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *DRMSpec) GetRules() string {
+	if x != nil {
+		return x.Rules
+	}
+	return ""
+}
+
+func (x *DRMSpec) GetSystem() string {
+	if x != nil {
+		return x.System
+	}
+	return ""
+}
+
+func (x *DRMSpec) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *DRMSpec) GetOps() int64 {
+	if x != nil {
+		return x.Ops
+	}
+	return 0
+}
+
+func (x *DRMSpec) GetReplicas() int64 {
+	if x != nil {
+		return x.Replicas
+	}
+	return 0
+}
+
+func (x *DRMSpec) GetOpsRange() []int64 {
+	if x != nil {
+		return x.OpsRange
+	}
+	return nil
+}
+
+func (x *DRMSpec) GetReplicasRange() []int64 {
+	if x != nil {
+		return x.ReplicasRange
+	}
+	return nil
+}
+
 type StartRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *ClusterSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -253,7 +370,7 @@ type StartRequest struct {
 
 func (x *StartRequest) Reset() {
 	*x = StartRequest{}
-	mi := &file_cem_proto_msgTypes[4]
+	mi := &file_cem_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +382,7 @@ func (x *StartRequest) String() string {
 func (*StartRequest) ProtoMessage() {}
 
 func (x *StartRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[4]
+	mi := &file_cem_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +395,7 @@ func (x *StartRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartRequest.ProtoReflect.Descriptor instead.
 func (*StartRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{4}
+	return file_cem_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StartRequest) GetSpec() *ClusterSpec {
@@ -305,7 +422,7 @@ type ClusterSpec struct {
 
 func (x *ClusterSpec) Reset() {
 	*x = ClusterSpec{}
-	mi := &file_cem_proto_msgTypes[5]
+	mi := &file_cem_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +434,7 @@ func (x *ClusterSpec) String() string {
 func (*ClusterSpec) ProtoMessage() {}
 
 func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[5]
+	mi := &file_cem_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +447,7 @@ func (x *ClusterSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterSpec.ProtoReflect.Descriptor instead.
 func (*ClusterSpec) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{5}
+	return file_cem_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ClusterSpec) GetDrm() string {
@@ -399,7 +516,7 @@ type StartResponse struct {
 
 func (x *StartResponse) Reset() {
 	*x = StartResponse{}
-	mi := &file_cem_proto_msgTypes[6]
+	mi := &file_cem_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +528,7 @@ func (x *StartResponse) String() string {
 func (*StartResponse) ProtoMessage() {}
 
 func (x *StartResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[6]
+	mi := &file_cem_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +541,7 @@ func (x *StartResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartResponse.ProtoReflect.Descriptor instead.
 func (*StartResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{6}
+	return file_cem_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StartResponse) GetNotReached() *NotReached {
@@ -443,7 +560,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_cem_proto_msgTypes[7]
+	mi := &file_cem_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +572,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[7]
+	mi := &file_cem_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +585,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{7}
+	return file_cem_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ApplyRequest) GetStep() *Step {
@@ -489,7 +606,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_cem_proto_msgTypes[8]
+	mi := &file_cem_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +618,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[8]
+	mi := &file_cem_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +631,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{8}
+	return file_cem_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Step) GetIndex() int64 {
@@ -543,7 +660,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_cem_proto_msgTypes[9]
+	mi := &file_cem_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -555,7 +672,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[9]
+	mi := &file_cem_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -568,7 +685,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{9}
+	return file_cem_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ApplyResponse) GetReport() *StepReport {
@@ -597,7 +714,7 @@ type StepReport struct {
 
 func (x *StepReport) Reset() {
 	*x = StepReport{}
-	mi := &file_cem_proto_msgTypes[10]
+	mi := &file_cem_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -609,7 +726,7 @@ func (x *StepReport) String() string {
 func (*StepReport) ProtoMessage() {}
 
 func (x *StepReport) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[10]
+	mi := &file_cem_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -622,7 +739,7 @@ func (x *StepReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepReport.ProtoReflect.Descriptor instead.
 func (*StepReport) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{10}
+	return file_cem_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StepReport) GetActions() []*Action {
@@ -665,7 +782,7 @@ type Write struct {
 
 func (x *Write) Reset() {
 	*x = Write{}
-	mi := &file_cem_proto_msgTypes[11]
+	mi := &file_cem_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +794,7 @@ func (x *Write) String() string {
 func (*Write) ProtoMessage() {}
 
 func (x *Write) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[11]
+	mi := &file_cem_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +807,7 @@ func (x *Write) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Write.ProtoReflect.Descriptor instead.
 func (*Write) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{11}
+	return file_cem_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Write) GetKey() string {
@@ -725,7 +842,7 @@ type Observation struct {
 
 func (x *Observation) Reset() {
 	*x = Observation{}
-	mi := &file_cem_proto_msgTypes[12]
+	mi := &file_cem_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +854,7 @@ func (x *Observation) String() string {
 func (*Observation) ProtoMessage() {}
 
 func (x *Observation) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[12]
+	mi := &file_cem_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +867,7 @@ func (x *Observation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Observation.ProtoReflect.Descriptor instead.
 func (*Observation) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{12}
+	return file_cem_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Observation) GetReplica() int64 {
@@ -778,7 +895,7 @@ type Alarm struct {
 
 func (x *Alarm) Reset() {
 	*x = Alarm{}
-	mi := &file_cem_proto_msgTypes[13]
+	mi := &file_cem_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +907,7 @@ func (x *Alarm) String() string {
 func (*Alarm) ProtoMessage() {}
 
 func (x *Alarm) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[13]
+	mi := &file_cem_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +920,7 @@ func (x *Alarm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Alarm.ProtoReflect.Descriptor instead.
 func (*Alarm) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{13}
+	return file_cem_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Alarm) GetReplica() int64 {
@@ -833,7 +950,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_cem_proto_msgTypes[14]
+	mi := &file_cem_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -845,7 +962,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[14]
+	mi := &file_cem_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +975,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{14}
+	return file_cem_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Action) GetTime() *timestamppb.Timestamp {
@@ -892,7 +1009,7 @@ type NotReached struct {
 
 func (x *NotReached) Reset() {
 	*x = NotReached{}
-	mi := &file_cem_proto_msgTypes[15]
+	mi := &file_cem_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1021,7 @@ func (x *NotReached) String() string {
 func (*NotReached) ProtoMessage() {}
 
 func (x *NotReached) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[15]
+	mi := &file_cem_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1034,7 @@ func (x *NotReached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotReached.ProtoReflect.Descriptor instead.
 func (*NotReached) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{15}
+	return file_cem_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NotReached) GetStep() int64 {
@@ -942,7 +1059,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_cem_proto_msgTypes[16]
+	mi := &file_cem_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -954,7 +1071,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[16]
+	mi := &file_cem_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -967,7 +1084,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{16}
+	return file_cem_proto_rawDescGZIP(), []int{17}
 }
 
 type ReadResponse struct {
@@ -979,7 +1096,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1108,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1121,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{17}
+	return file_cem_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadResponse) GetSnapshot() *Snapshot {
@@ -1023,7 +1140,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1152,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1165,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{18}
+	return file_cem_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Snapshot) GetReplicas() []*ReplicaData {
@@ -1071,7 +1188,7 @@ type ReplicaData struct {
 
 func (x *ReplicaData) Reset() {
 	*x = ReplicaData{}
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1200,7 @@ func (x *ReplicaData) String() string {
 func (*ReplicaData) ProtoMessage() {}
 
 func (x *ReplicaData) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1213,7 @@ func (x *ReplicaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaData.ProtoReflect.Descriptor instead.
 func (*ReplicaData) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{19}
+	return file_cem_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicaData) GetData() map[string]string {
@@ -1128,7 +1245,7 @@ type TeardownRequest struct {
 
 func (x *TeardownRequest) Reset() {
 	*x = TeardownRequest{}
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1257,7 @@ func (x *TeardownRequest) String() string {
 func (*TeardownRequest) ProtoMessage() {}
 
 func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1270,7 @@ func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownRequest.ProtoReflect.Descriptor instead.
 func (*TeardownRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{20}
+	return file_cem_proto_rawDescGZIP(), []int{21}
 }
 
 type TeardownResponse struct {
@@ -1164,7 +1281,7 @@ type TeardownResponse struct {
 
 func (x *TeardownResponse) Reset() {
 	*x = TeardownResponse{}
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1293,7 @@ func (x *TeardownResponse) String() string {
 func (*TeardownResponse) ProtoMessage() {}
 
 func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1306,7 @@ func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownResponse.ProtoReflect.Descriptor instead.
 func (*TeardownResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{21}
+	return file_cem_proto_rawDescGZIP(), []int{22}
 }
 
 type SaveRequest struct {
@@ -1201,7 +1318,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1330,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1343,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{22}
+	return file_cem_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SaveRequest) GetDir() string {
@@ -1245,7 +1362,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1374,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1387,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{23}
+	return file_cem_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SaveResponse) GetSaved() *Saved {
@@ -1292,7 +1409,7 @@ type Saved struct {
 
 func (x *Saved) Reset() {
 	*x = Saved{}
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1421,7 @@ func (x *Saved) String() string {
 func (*Saved) ProtoMessage() {}
 
 func (x *Saved) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1434,7 @@ func (x *Saved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Saved.ProtoReflect.Descriptor instead.
 func (*Saved) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{24}
+	return file_cem_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Saved) GetPaths() []string {
@@ -1353,7 +1470,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1482,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1495,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{25}
+	return file_cem_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RestoreRequest) GetSpec() *ClusterSpec {
@@ -1412,7 +1529,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1541,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1554,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{26}
+	return file_cem_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RestoreResponse) GetRestored() *Saved {
@@ -1468,11 +1585,22 @@ const file_cem_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12<\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"h\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\x99\x01\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
-	"\arestore\x18\x03 \x01(\bR\arestore\";\n" +
+	"\arestore\x18\x03 \x01(\bR\arestore\x12/\n" +
+	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\"\xed\x01\n" +
+	"\aDRMSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
+	"\x05rules\x18\x03 \x01(\tR\x05rules\x12\x16\n" +
+	"\x06system\x18\x04 \x01(\tR\x06system\x12\x18\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary\x12\x10\n" +
+	"\x03ops\x18\x06 \x01(\x03R\x03ops\x12\x1a\n" +
+	"\breplicas\x18\a \x01(\x03R\breplicas\x12\x1b\n" +
+	"\tops_range\x18\b \x03(\x03R\bopsRange\x12%\n" +
+	"\x0ereplicas_range\x18\t \x03(\x03R\rreplicasRange\";\n" +
 	"\fStartRequest\x12+\n" +
 	"\x04spec\x18\x01 \x01(\v2\x17.modulo.cem.ClusterSpecR\x04spec\"\xf3\x01\n" +
 	"\vClusterSpec\x12\x10\n" +
@@ -1576,81 +1704,83 @@ func file_cem_proto_rawDescGZIP() []byte {
 	return file_cem_proto_rawDescData
 }
 
-var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_cem_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: modulo.cem.InfoRequest
 	(*InfoResponse)(nil),          // 1: modulo.cem.InfoResponse
 	(*Info)(nil),                  // 2: modulo.cem.Info
 	(*Capabilities)(nil),          // 3: modulo.cem.Capabilities
-	(*StartRequest)(nil),          // 4: modulo.cem.StartRequest
-	(*ClusterSpec)(nil),           // 5: modulo.cem.ClusterSpec
-	(*StartResponse)(nil),         // 6: modulo.cem.StartResponse
-	(*ApplyRequest)(nil),          // 7: modulo.cem.ApplyRequest
-	(*Step)(nil),                  // 8: modulo.cem.Step
-	(*ApplyResponse)(nil),         // 9: modulo.cem.ApplyResponse
-	(*StepReport)(nil),            // 10: modulo.cem.StepReport
-	(*Write)(nil),                 // 11: modulo.cem.Write
-	(*Observation)(nil),           // 12: modulo.cem.Observation
-	(*Alarm)(nil),                 // 13: modulo.cem.Alarm
-	(*Action)(nil),                // 14: modulo.cem.Action
-	(*NotReached)(nil),            // 15: modulo.cem.NotReached
-	(*ReadRequest)(nil),           // 16: modulo.cem.ReadRequest
-	(*ReadResponse)(nil),          // 17: modulo.cem.ReadResponse
-	(*Snapshot)(nil),              // 18: modulo.cem.Snapshot
-	(*ReplicaData)(nil),           // 19: modulo.cem.ReplicaData
-	(*TeardownRequest)(nil),       // 20: modulo.cem.TeardownRequest
-	(*TeardownResponse)(nil),      // 21: modulo.cem.TeardownResponse
-	(*SaveRequest)(nil),           // 22: modulo.cem.SaveRequest
-	(*SaveResponse)(nil),          // 23: modulo.cem.SaveResponse
-	(*Saved)(nil),                 // 24: modulo.cem.Saved
-	(*RestoreRequest)(nil),        // 25: modulo.cem.RestoreRequest
-	(*RestoreResponse)(nil),       // 26: modulo.cem.RestoreResponse
-	nil,                           // 27: modulo.cem.Observation.FieldsEntry
-	nil,                           // 28: modulo.cem.ReplicaData.DataEntry
-	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*DRMSpec)(nil),               // 4: modulo.cem.DRMSpec
+	(*StartRequest)(nil),          // 5: modulo.cem.StartRequest
+	(*ClusterSpec)(nil),           // 6: modulo.cem.ClusterSpec
+	(*StartResponse)(nil),         // 7: modulo.cem.StartResponse
+	(*ApplyRequest)(nil),          // 8: modulo.cem.ApplyRequest
+	(*Step)(nil),                  // 9: modulo.cem.Step
+	(*ApplyResponse)(nil),         // 10: modulo.cem.ApplyResponse
+	(*StepReport)(nil),            // 11: modulo.cem.StepReport
+	(*Write)(nil),                 // 12: modulo.cem.Write
+	(*Observation)(nil),           // 13: modulo.cem.Observation
+	(*Alarm)(nil),                 // 14: modulo.cem.Alarm
+	(*Action)(nil),                // 15: modulo.cem.Action
+	(*NotReached)(nil),            // 16: modulo.cem.NotReached
+	(*ReadRequest)(nil),           // 17: modulo.cem.ReadRequest
+	(*ReadResponse)(nil),          // 18: modulo.cem.ReadResponse
+	(*Snapshot)(nil),              // 19: modulo.cem.Snapshot
+	(*ReplicaData)(nil),           // 20: modulo.cem.ReplicaData
+	(*TeardownRequest)(nil),       // 21: modulo.cem.TeardownRequest
+	(*TeardownResponse)(nil),      // 22: modulo.cem.TeardownResponse
+	(*SaveRequest)(nil),           // 23: modulo.cem.SaveRequest
+	(*SaveResponse)(nil),          // 24: modulo.cem.SaveResponse
+	(*Saved)(nil),                 // 25: modulo.cem.Saved
+	(*RestoreRequest)(nil),        // 26: modulo.cem.RestoreRequest
+	(*RestoreResponse)(nil),       // 27: modulo.cem.RestoreResponse
+	nil,                           // 28: modulo.cem.Observation.FieldsEntry
+	nil,                           // 29: modulo.cem.ReplicaData.DataEntry
+	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
 }
 var file_cem_proto_depIdxs = []int32{
 	2,  // 0: modulo.cem.InfoResponse.info:type_name -> modulo.cem.Info
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
-	5,  // 2: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
-	29, // 3: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
-	15, // 4: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
-	8,  // 5: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
-	10, // 6: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
-	15, // 7: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
-	14, // 8: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
-	11, // 9: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
-	12, // 10: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
-	13, // 11: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
-	27, // 12: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
-	30, // 13: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	18, // 14: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	19, // 15: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	28, // 16: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	24, // 17: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
-	5,  // 18: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
-	24, // 19: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
-	14, // 20: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
-	0,  // 21: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	4,  // 22: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	7,  // 23: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	16, // 24: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	20, // 25: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	22, // 26: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
-	25, // 27: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
-	1,  // 28: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	6,  // 29: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	9,  // 30: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	17, // 31: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	21, // 32: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	23, // 33: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
-	26, // 34: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	4,  // 2: modulo.cem.Capabilities.declared:type_name -> modulo.cem.DRMSpec
+	6,  // 3: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
+	30, // 4: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
+	16, // 5: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
+	9,  // 6: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
+	11, // 7: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
+	16, // 8: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
+	15, // 9: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
+	12, // 10: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
+	13, // 11: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
+	14, // 12: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
+	28, // 13: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	31, // 14: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	19, // 15: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	20, // 16: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	29, // 17: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	25, // 18: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
+	6,  // 19: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
+	25, // 20: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
+	15, // 21: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
+	0,  // 22: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	5,  // 23: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	8,  // 24: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	17, // 25: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	21, // 26: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	23, // 27: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
+	26, // 28: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
+	1,  // 29: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	7,  // 30: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	10, // 31: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	18, // 32: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	22, // 33: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	24, // 34: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
+	27, // 35: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
+	29, // [29:36] is the sub-list for method output_type
+	22, // [22:29] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }
@@ -1664,7 +1794,7 @@ func file_cem_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cem_proto_rawDesc), len(file_cem_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

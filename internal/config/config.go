@@ -121,6 +121,7 @@ func Parse(data []byte, name string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
+	drms.AddPluginDir(c.PluginDir) // its plugins' tables are known
 	plugins := PluginNames()
 	// The plugin tables are the plugins' to check: only keys outside them are unknown here.
 	for _, k := range md.Undecoded() {
@@ -180,10 +181,12 @@ func settingKeys() []string {
 	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral, keyShare, keyShareBudget}
 }
 
-// PluginNames lists, sorted, the plugins the DRM catalogue names: the tables a file may hold.
+// PluginNames lists, sorted, the plugins that the DRM catalogue names and that declare DRMs of
+// their own: the tables a file may hold.
 func PluginNames() []string {
 	var ns []string
-	for _, d := range drms.All() {
+	all, _ := drms.All() // a plugin that cannot say what it declares has no table; its DRM's lookup says why
+	for _, d := range all {
 		if !slices.Contains(ns, d.Plugin) {
 			ns = append(ns, d.Plugin)
 		}

@@ -50,8 +50,11 @@ its abstract execution model, with symmetric paths reduced to one.
 what the paper ran for the DRM. Counts grow fast with both: --count tells the number at once,
 without enumerating.
 
-DRMs:
+DRMs (the paper's, and etcd's from the plugin tutorial):
 ` + drmHelp() + `
+and every DRM that a plugin declares ('modulo plugins' lists them, with the defaults their
+authors chose).
+
 The file has a header, then one schedule per line: an ID derived from the schedule's content
 and its transitions, such as "D[0,0,1] C[0,1] C[2]". 'modulo show FILE' prints them as the
 paper does, with the abstract state after each step.`,
@@ -73,9 +76,9 @@ paper does, with the abstract state after each step.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.DRM, "drm", "", "the DRM: "+strings.Join(drms.Names(), ", ")+" (required)")
-	f.IntVar(&ops, "ops", 0, "writes per schedule (default: the DRM's paper setting)")
-	f.IntVar(&replicas, "replicas", 0, "replicas in the cluster (default: the DRM's paper setting)")
+	f.StringVar(&opts.DRM, "drm", "", "the DRM: "+strings.Join(drms.Names(), ", ")+" or a plugin's (required)")
+	f.IntVar(&ops, "ops", 0, "writes per schedule (default: the paper's setting, or the declaring plugin's)")
+	f.IntVar(&replicas, "replicas", 0, "replicas in the cluster (default: the paper's setting, or the declaring plugin's)")
 	f.StringVarP(&opts.Output, "output", "o", "", "write the schedules to `FILE` instead of standard output")
 	f.BoolVar(&opts.Count, "count", false, "print only the number of schedules")
 	f.Uint64Var(&opts.Limit, "limit", 0, "write only the first `N` schedules")
@@ -87,7 +90,7 @@ paper does, with the abstract state after each step.`,
 
 func drmHelp() string {
 	var b strings.Builder
-	for _, d := range drms.All() {
+	for _, d := range drms.Builtin() {
 		fmt.Fprintf(&b, "  %-5s %-7s %-10s %s (paper: ops %d, replicas %d)\n", d.Name, d.Title, d.System, d.Summary, d.Defaults.Ops, d.Defaults.Replicas)
 	}
 	return b.String()
@@ -96,7 +99,7 @@ func drmHelp() string {
 // Run generates or counts schedules as opts say.
 func Run(opts *Options) error {
 	if opts.DRM == "" {
-		return cmdutil.Usagef("--drm is required (one of %s)", strings.Join(drms.Names(), ", "))
+		return cmdutil.Usagef("--drm is required (one of %s, or a plugin's: modulo plugins)", strings.Join(drms.Names(), ", "))
 	}
 	d, err := drms.Lookup(opts.DRM)
 	if err != nil {

@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 		{name: "huge count answers at once", opts: Options{DRM: "qcz", Ops: intp(12), Replicas: intp(3), Count: true}, wantOut: ""},
 		{name: "write", opts: Options{DRM: "qcz", Ops: intp(1), Replicas: intp(3)}, wantOut: "# modulo schedules v1\n# drm: qcz\n"},
 		{name: "limit", opts: Options{DRM: "qcz", Ops: intp(3), Replicas: intp(3), Limit: 2}, wantOut: "# modulo schedules v1\n# drm: qcz\n# ops: 3\n# replicas: 3\n# generator: modulo 0.1.0\n# schedules: 2\n"},
-		{name: "no drm", opts: Options{}, wantErr: "--drm is required (one of qce, qcm, qcz, sclr, slr, ssr)", wantCode: 2},
+		{name: "no drm", opts: Options{}, wantErr: "--drm is required (one of qce, qcm, qcz, sclr, slr, ssr, or a plugin's: modulo plugins)", wantCode: 2},
 		{name: "unknown drm", opts: Options{DRM: "raft"}, wantErr: `unknown DRM "raft" (known: qce, qcm, qcz, sclr, slr, ssr)`, wantCode: 2},
 		{name: "zero replicas", opts: Options{DRM: "qcz", Replicas: intp(0)}, wantErr: "qcz: replicas must be between 2 and 16, got 0", wantCode: 2},
 		{name: "negative ops", opts: Options{DRM: "qcz", Ops: intp(-1)}, wantErr: "qcz: ops must be between 1 and 16, got -1", wantCode: 2},

@@ -26,10 +26,17 @@ func TestNewSkeletonBuilds(t *testing.T) {
 			want: []string{"func (s *system) Leader(", "func (s *system) Logged(", `DRMs: []string{"qce"}, PortsPerReplica: 2`}, wantNot: []string{"Follow("}},
 		{name: "catalogue S/CL/R DRM", opts: NewOptions{Name: "redis", DRM: "sclr", Ports: 1},
 			want: []string{"func (s *system) Follow(", "func (s *system) InSync(", "func (s *system) CopySnapshot("}, wantNot: []string{"Leader("}},
-		{name: "new quorum DRM", opts: NewOptions{Name: "tikv", DRM: "qct", Model: "quorum", Ports: 3},
-			want: []string{"func (s *system) Leader("}, wantNotes: `add DRM qct to the catalogue in drms/drms.go, with Plugin: "tikv"`},
-		{name: "new link DRM", opts: NewOptions{Name: "valkey", DRM: "slv", Model: "links", Ports: 1},
-			want: []string{"func (s *system) Unfollow("}, wantNot: []string{"CopySnapshot(", "Leader("}},
+		{name: "own quorum DRM", opts: NewOptions{Name: "tikv", DRM: "qct", Model: "qcz", Ports: 3},
+			want: []string{"func (s *system) Leader(", `Name: "qct", Title: "Q/C/T", Rules: "quorum"`}, wantNot: []string{"DRMs:"},
+			wantNotes: "the plugin declares DRM qct (Q/C/T, quorum rules): no file of modulo changes"},
+		{name: "own link DRM", opts: NewOptions{Name: "valkey", Model: "slr", Ports: 1},
+			want: []string{"func (s *system) Unfollow(", `Name: "valkey", Title: "S/L/V", Rules: "link"`}, wantNot: []string{"CopySnapshot(", "Leader("}},
+		{name: "own suspend DRM", opts: NewOptions{Name: "keydb", Model: "suspend", Title: "S/S/KDB", Ports: 1},
+			want: []string{"func (s *system) Follow(", `Title: "S/S/KDB", Rules: "suspend"`}, wantNot: []string{"CopySnapshot("}},
+		{name: "own crash-link DRM", opts: NewOptions{Name: "postgres", DRM: "pgl", Model: "sclr", Ports: 1},
+			want: []string{"func (s *system) CopySnapshot(", `Name: "pgl", Title: "S/CL/P", Rules: "crash-link", System: "postgres"`, "Ops:     2, Replicas: 2"}},
+		{name: "a title that would clash", opts: NewOptions{Name: "zk", Model: "qcz", Ports: 3},
+			want: []string{`Title: "Q/C/zk"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,11 +91,12 @@ func TestNewErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"bad name", NewOptions{Name: "My-Plugin", DRM: "qce", Ports: 1}, `plugin name "My-Plugin": use lower-case letters and digits, starting with a letter`},
-		{"no DRM", NewOptions{Name: "etcd", Ports: 1}, "--drm is required: the DRM the plugin realises"},
+		{"no model", NewOptions{Name: "etcd", Ports: 1}, "--model is required: the model whose rules the plugin's DRM follows (qcz, ssr, slr or sclr); or --drm for a built-in DRM"},
 		{"no ports", NewOptions{Name: "etcd", DRM: "qce", Ports: 0}, "--ports must be between 1 and 16, got 0"},
-		{"DRM of another plugin", NewOptions{Name: "etcd", DRM: "qcz", Ports: 1}, "DRM qcz is realised by the zookeeper plugin; a new plugin needs a DRM of its own (with --model)"},
-		{"model of a catalogue DRM", NewOptions{Name: "etcd", DRM: "qce", Model: "links", Ports: 1}, "--model is for a DRM the catalogue does not have; qce's model is Q/C/E"},
-		{"new DRM without model", NewOptions{Name: "tikv", DRM: "qct", Ports: 1}, `DRM "qct" is not in the catalogue (qce, qcm, qcz, sclr, slr, ssr): give its model with --model quorum or --model links`},
+		{"DRM of another plugin", NewOptions{Name: "etcd", DRM: "qcz", Ports: 1}, "DRM qcz is realised by the zookeeper plugin; a new plugin declares a DRM of its own: give its model with --model"},
+		{"own DRM with a built-in name", NewOptions{Name: "etcd", DRM: "qce", Model: "qcz", Ports: 1}, `plugin etcd declares DRM "qce": the built-in DRM qce (Q/C/E, realised by the etcd plugin) has that name`},
+		{"new DRM without model", NewOptions{Name: "tikv", DRM: "qct", Ports: 1}, `DRM "qct" is not built in (qce, qcm, qcz, sclr, slr, ssr): give the model its rules follow with --model qcz, ssr, slr or sclr`},
+		{"unknown model", NewOptions{Name: "tikv", Model: "raft", Ports: 1}, `unknown rule set "raft" (quorum or qcz, suspend or ssr, link or slr, crash-link or sclr)`},
 		{"existing file", NewOptions{Name: "etcd", DRM: "qce", Ports: 1, Dir: dir}, filepath.Join(dir, "main.go") + " exists; pass --force to overwrite it"},
 	}
 	for _, tt := range tests {
@@ -119,8 +127,8 @@ func TestNewFlags(t *testing.T) {
 		want NewOptions
 	}{
 		{[]string{"new", "etcd", "--drm", "qce"}, NewOptions{Name: "etcd", DRM: "qce", Ports: 1}},
-		{[]string{"new", "tikv", "--drm", "qct", "--model", "quorum", "--ports", "3", "--dir", "x", "--force"},
-			NewOptions{Name: "tikv", DRM: "qct", Model: "quorum", Ports: 3, Dir: "x", Force: true}},
+		{[]string{"new", "tikv", "--drm", "qct", "--model", "qcz", "--title", "Q/C/TiKV", "--ports", "3", "--dir", "x", "--force"},
+			NewOptions{Name: "tikv", DRM: "qct", Model: "qcz", Title: "Q/C/TiKV", Ports: 3, Dir: "x", Force: true}},
 	}
 	for _, tt := range tests {
 		var got *NewOptions

@@ -6,9 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmd/gen"
 	"github.com/modulo-testing/modulo/internal/cmd/plugin"
+	"github.com/modulo-testing/modulo/internal/cmd/plugins"
 	"github.com/modulo-testing/modulo/internal/cmd/replay"
 	"github.com/modulo-testing/modulo/internal/cmd/report"
 	"github.com/modulo-testing/modulo/internal/cmd/results"
@@ -38,7 +41,18 @@ replays them on real clusters and compares every replica's data afterwards.`,
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.Usage(err) })
 	cmd.AddCommand(gen.NewCmd(out, nil), show.NewCmd(out, nil), run.NewCmd(out, nil))
 	cmd.AddCommand(results.NewCmd(out, nil), replay.NewCmd(out, nil), shrink.NewCmd(out, nil), report.NewCmd(out, nil))
-	cmd.AddCommand(plugin.NewCmd(out, nil))
+	catalogue := executor.NewCatalogue(errOut)
+	drms.SetResolver(catalogue)
+	cmd.AddCommand(plugin.NewCmd(out, nil), plugins.NewCmd(out, func(o *plugins.Options) error {
+		o.Catalogue = catalogue
+		return plugins.Run(o)
+	}))
+	// A DRM that a plugin in --plugin-dir declares is known to every command that takes it.
+	cmd.PersistentPreRun = func(c *cobra.Command, _ []string) {
+		if f := c.Flags().Lookup("plugin-dir"); f != nil && f.Changed {
+			catalogue.AddDir(f.Value.String())
+		}
+	}
 	markRan(cmd)
 	return cmd
 }

@@ -1,0 +1,116 @@
+package plugins_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/internal/cmd/root"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/results"
+)
+
+// TestPluginOutsideTheRepository: a plugin built in a module of its own, which imports only
+// the kit, declares a DRM (here etcd's plugin, renamed, with a DRM Q/C/X); dropped into a
+// directory, modulo lists it, generates its DRM's schedules and runs a campaign on it, with no
+// file of modulo changed.
+func TestPluginOutsideTheRepository(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin module and runs etcd clusters; run without -short")
+	}
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatalf("etcd is not installed (scripts/setup installs it): %v", err)
+	}
+	_, here, _, _ := runtime.Caller(0)
+	repo := filepath.Join(filepath.Dir(here), "..", "..", "..")
+	src, err := os.ReadFile(filepath.Join(repo, "plugins", "etcd", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce"}, PortsPerReplica: 2}`
+	if !bytes.Contains(src, []byte(about)) {
+		t.Fatalf("plugins/etcd/main.go no longer has %s", about)
+	}
+	src = bytes.Replace(src, []byte(about), []byte(`var about = kit.About{
+	Name:            "etcdx",
+	Declare:         []kit.DRM{{Name: "qcx", Title: "Q/C/X", Rules: "quorum", System: "etcd", Summary: "etcd, from outside", Ops: 1, Replicas: 3}},
+	PortsPerReplica: 2,
+}`), 1)
+	mod := t.TempDir()
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"main.go": src,
+		"go.sum":  sum,
+		"go.mod":  []byte("module example.com/etcdx\n\ngo 1.26\n\nrequire github.com/modulo-testing/modulo v0.0.0\n\nreplace github.com/modulo-testing/modulo => " + abs + "\n"),
+	} {
+		if err := os.WriteFile(filepath.Join(mod, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "modulo-plugin-etcdx"), ".")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in the plugin's own module: %v\n%s", err, out)
+	}
+	imports, err := exec.Command("go", "list", "-C", mod, "-f", `{{join .Imports " "}}`, ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range strings.Fields(string(imports)) {
+		if strings.Contains(imp, "modulo-testing") && imp != "github.com/modulo-testing/modulo/cem/kit" {
+			t.Errorf("the plugin imports %s; it should need only the kit", imp)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")) // gen finds it on PATH
+
+	modulo := func(args ...string) (string, error) {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		cmd := root.NewCmd(&out, &errOut)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		return out.String() + errOut.String(), err
+	}
+	out, err := modulo("plugins")
+	if err != nil || !strings.Contains(out, "etcdx") || !strings.Contains(out, "qcx (Q/C/X on etcd, quorum rules; defaults ops 1, replicas 3): etcd, from outside") {
+		t.Fatalf("modulo plugins: %v\n%s", err, out)
+	}
+	work := t.TempDir()
+	file := filepath.Join(work, "qcx.sched")
+	if out, err := modulo("gen", "--drm", "qcx", "-o", file); err != nil {
+		t.Fatalf("modulo gen --drm qcx: %v\n%s", err, out)
+	}
+	resultsDir := filepath.Join(work, "results")
+	base := plugintest.FreePorts(t, 10)
+	out, err = modulo("run", file, "--plugin-dir", bin, "--results-dir", resultsDir, "--workers", "1", "--base-port", strconv.Itoa(base))
+	if err != nil || !strings.Contains(out, "schedules: 6, pass: 6") {
+		t.Fatalf("modulo run: %v\n%s", err, out)
+	}
+	recs, err := results.ReadRecords(filepath.Join(resultsDir, "qcx", results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.DRM != "qcx" || r.Plugin != "etcdx" || r.Verdict != oracle.Pass {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if out, err := modulo("results", filepath.Join(resultsDir, "qcx")); err != nil || !strings.Contains(out, "Q/C/X") {
+		t.Errorf("modulo results: %v\n%s", err, out)
+	}
+}
