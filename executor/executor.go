@@ -89,6 +89,9 @@ type Campaign struct {
 	// DefaultShareBudget); beyond it, it saves nothing more until it evicts.
 	Share       bool
 	ShareBudget int64
+	// Trace keeps the actions of every schedule that passes (results.Store.WriteTrace); those
+	// of the others are in their failure folders.
+	Trace bool
 }
 
 // DefaultShareBudget is Campaign.ShareBudget's default. A Q/C/Z cluster of three ZooKeeper
@@ -413,6 +416,11 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 		// The failure folder, if any, is an earlier run's error, which this pass replaces.
 		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
 			return fmt.Errorf("schedule %s passed: %w", s.ID, err)
+		}
+		if c.Trace {
+			if err := c.Store.WriteTrace(c.Header, s, o.actions); err != nil {
+				return fmt.Errorf("schedule %s passed: %w", s.ID, err)
+			}
 		}
 	} else {
 		f := results.Failure{

@@ -336,35 +336,6 @@ func TestRunInterruptAndResume(t *testing.T) {
 	}
 }
 
-func TestRunResumeNeedsSameVersions(t *testing.T) {
-	h, all := readSchedules(t)
-	dir := t.TempDir()
-	// Another plugin version may resume a campaign (another server may not: results.Open
-	// refuses it), but its records are not taken for this one's.
-	old, err := results.Open(dir, results.Campaign{DRM: "ssr", Ops: 1, Replicas: 3, Plugin: "fake", PluginVersion: "0.9", ServerVersion: "sleep 1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range all[:4] {
-		if err := old.Append(results.Record{ID: s.ID, DRM: "ssr", Verdict: oracle.Fail, Plugin: "fake", PluginVersion: "0.9", ServerVersion: "sleep 1"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := old.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	sys := newFakeSystem(t, 10)
-	sum, err := executor.Run(context.Background(), campaign(t, sys, openStore(t, dir, h), h, all[:4], 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys.check()
-	if sum.Skipped != 0 || sum.Pass != 4 {
-		t.Errorf("summary = %+v: records of another plugin version were reused", sum)
-	}
-}
-
 func TestRunStopsOnBadScheduleFile(t *testing.T) {
 	h, all := readSchedules(t)
 	sys := newFakeSystem(t, 10)

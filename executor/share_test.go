@@ -60,7 +60,7 @@ func TestRunSharesPrefixes(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir, h)
 	c := campaign(t, sys, st, h, ss, 1)
-	c.Info.Capabilities.Restore, c.Share = true, true
+	c.Info.Capabilities.Restore, c.Share, c.Trace = true, true, true
 
 	sum, err := executor.Run(context.Background(), c)
 	if err != nil {
@@ -97,6 +97,13 @@ func TestRunSharesPrefixes(t *testing.T) {
 		}
 		restored++
 		k := r.Restored.Steps
+		if r.Verdict == oracle.Pass {
+			// --trace keeps a passing schedule's actions, the restored steps' included.
+			trace, err := os.ReadFile(st.TracePath(s.ID))
+			if err != nil || !strings.Contains(string(trace), "realise "+s.Steps[0].String()) || !strings.Contains(string(trace), "restored") {
+				t.Errorf("schedule %d: trace %v:\n%s", i, err, trace)
+			}
+		}
 		from, ok := recs[r.Restored.From]
 		if calls[0] != "restore "+itoa(k) || applies != len(s.Steps)-k || !ok || !from.Start.Before(r.Start) ||
 			len(r.StepsMS) != len(s.Steps) || r.StepsMS[k-1] != 0 {

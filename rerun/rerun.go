@@ -33,6 +33,8 @@ type Setup struct {
 	Check oracle.Check
 	// Hold, when set, keeps each run's cluster up after its verdict (executor.Campaign.Hold).
 	Hold func(ctx context.Context, k executor.Kept)
+	// Trace keeps the actions of a run that passes in its directory (executor.Campaign.Trace).
+	Trace bool
 	// Out, when set, shows each run as it goes: every step as it starts, and its concrete
 	// actions and time when the plugin returns them (the plugin reports a step's actions when
 	// the step is done), then the verdict.
@@ -165,7 +167,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		},
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
-		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold,
+		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold, Trace: setup.Trace,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

@@ -24,6 +24,8 @@ const (
 	ReplicasJSON = "replicas.json"
 	LogsDir      = "logs"    // copies of the servers' *.log files
 	ClusterDir   = "cluster" // the cluster directory, moved here
+	// TracesDir holds, with --trace, the actions of every schedule that passed: <ID>.txt.
+	TracesDir = "traces"
 )
 
 // StepActions are the actions the plugin took for one step.
@@ -86,6 +88,25 @@ func (s *Store) WriteFailure(f Failure) error {
 		return fmt.Errorf("failure folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// TracePath returns the trace file of schedule id.
+func (s *Store) TracePath(id string) string { return filepath.Join(s.dir, TracesDir, id+".txt") }
+
+// WriteTrace writes the trace of schedule id, which passed: the schedule, then every action
+// taken, as a failure folder's actions.txt has them.
+func (s *Store) WriteTrace(h schedules.Header, sc schedules.Schedule, steps []StepActions) error {
+	path := s.TracePath(sc.ID)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return writeText(path, func(w io.Writer) error {
+		if err := writeSchedule(w, h, sc); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		return writeActions(w, steps)
+	})
 }
 
 func writeText(path string, write func(io.Writer) error) error {

@@ -218,6 +218,8 @@ func configDiffers(prev, c Campaign) string {
 	switch {
 	case prev.Plugin != c.Plugin:
 		return fmt.Sprintf("plugin %s, not %s", prev.Plugin, c.Plugin)
+	case prev.PluginVersion != c.PluginVersion:
+		return fmt.Sprintf("plugin %s version %s, not %s (a plugin built anew is a new version)", prev.Plugin, prev.PluginVersion, c.PluginVersion)
 	case prev.ServerVersion != c.ServerVersion:
 		return fmt.Sprintf("server %s, not %s", prev.ServerVersion, c.ServerVersion)
 	case prev.PluginConfig != c.PluginConfig:

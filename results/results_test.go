@@ -289,6 +289,8 @@ func TestOpenOtherCampaign(t *testing.T) {
 		first, then results.Campaign
 		want        string
 	}{
+		{"another plugin build", campaign, with(func(c *results.Campaign) { c.PluginVersion = "0.1.0+3f2a9c01b7de" }),
+			`: results directory holds another campaign: it ran with plugin ` + campaign.Plugin + ` version ` + campaign.PluginVersion + `, not 0.1.0+3f2a9c01b7de (a plugin built anew is a new version); run with the campaign's configuration, or choose another results directory`},
 		{"another server", campaign, with(func(c *results.Campaign) { c.ServerVersion = "7.2.4" }),
 			`: results directory holds another campaign: it ran with server ` + campaign.ServerVersion + `, not 7.2.4; run with the campaign's configuration, or choose another results directory`},
 		{"another plugin configuration", with(func(c *results.Campaign) { c.PluginConfig = "break_realisation = \"skip-relink\"\n" }), campaign,

@@ -14,6 +14,11 @@
 //   - link models (S/S/R, S/L/R, S/CL/R): replicas replicate along explicit links that the
 //     plugin sets. A system implements Linker, and Snapshotter for S/CL/R's offline resyncs.
 //
+// A plugin logs with hclog.L() (github.com/hashicorp/go-hclog): kit.Serve makes it a logger on
+// the plugin's stderr that modulo reads, showing warnings and errors tagged with the plugin's
+// name; anything else written to stderr is shown as it is. What a step did belongs in its
+// record instead (Cluster.Record), where 'modulo run --trace' keeps it.
+//
 // Optional behaviour is a small interface of its own that the kit detects on the System, as
 // Nomad's task drivers declare their capabilities: a system implements what its DRMs need and
 // nothing else. docs/writing-a-plugin.md builds a plugin step by step.
@@ -55,7 +60,8 @@ type About struct {
 	Declare []DRM
 	// PortsPerReplica is how many consecutive ports on 127.0.0.1 each replica gets.
 	PortsPerReplica int
-	// Version is the plugin's version; empty means modulo's.
+	// Version is the plugin's version; empty means modulo's and the first 12 hex digits of the
+	// plugin binary's SHA-256 ("0.1.0+3f2a9c01b7de"): a rebuilt plugin is a new version.
 	Version string
 }
 

@@ -3,6 +3,7 @@ package kit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -65,7 +66,11 @@ func (quorumConfigSystem) Leader(context.Context, *kit.Cluster, []*kit.Replica) 
 type exitingSystem struct{ quorumConfigSystem }
 
 func (exitingSystem) Prepare(_ context.Context, c *kit.Cluster) error {
-	return os.WriteFile(filepath.Join(c.Spec.Dir, "motd"), []byte("no quorum today\n"), 0o644)
+	var log strings.Builder // 26 lines: an error quotes the last 20
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&log, "log line %d\n", i)
+	}
+	return os.WriteFile(filepath.Join(c.Spec.Dir, "motd"), []byte(log.String()+"no quorum today\n"), 0o644)
 }
 
 func (exitingSystem) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
@@ -141,9 +146,9 @@ func TestStartChecks(t *testing.T) {
 			"etcd: start: etcd-0: configSystem starts no server", ""},
 		{"server exits", etcdAbout, &exitingSystem{}, nil,
 			"etcd: start: waiting for etcd-0, etcd-1, etcd-2 caught up: etcd-0 (pid ",
-			"exited unexpectedly (exit status 3); the last line of its log: no quorum today"},
+			"  log line 24\n  log line 25\n  no quorum today"},
 		{"bad About", kit.About{Name: "etcd", DRMs: []string{"qce"}}, &quorumConfigSystem{}, nil,
-			`plugin "etcd": About needs a name, DRMs and at least one port per replica`, ""},
+			`plugin "etcd": About needs a name, DRMs (or declared ones) and at least one port per replica`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,8 +164,13 @@ func TestStartChecks(t *testing.T) {
 			if !strings.HasSuffix(err.Error(), tt.wantEnd) {
 				t.Errorf("Start error %q should end with %q", err, tt.wantEnd)
 			}
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("Start error %q spans several lines", err)
+			// One line says what failed; a server that exited has its log's last 20 lines quoted.
+			quotes := strings.Contains(tt.wantEnd, "no quorum today")
+			if first, _, _ := strings.Cut(err.Error(), "\n"); quotes && !strings.HasSuffix(first, "etcd-0.log:") || !quotes && first != err.Error() {
+				t.Errorf("Start error %q: its first line is not the whole message, or more lines follow", err)
+			}
+			if quotes && (strings.Contains(err.Error(), "log line 6\n") || !strings.Contains(err.Error(), "log:\n  log line 7\n")) {
+				t.Errorf("Start error %q does not quote the log's last 20 lines", err)
 			}
 			for range 2 {
 				if err := p.Teardown(context.Background()); err != nil {
@@ -222,7 +232,8 @@ func TestOutput(t *testing.T) {
 	}{
 		{"prints", "/bin/sh", []string{"-c", "echo server 1.2.3"}, "server 1.2.3\n", ""},
 		{"missing binary", "no-such-server-binary", nil, "", `server binary "no-such-server-binary" not found`},
-		{"fails", "/bin/sh", []string{"-c", "echo unknown flag >&2; exit 2"}, "", "/bin/sh -c echo unknown flag >&2; exit 2: exit status 2: unknown flag"},
+		{"fails", "/bin/sh", []string{"-c", "echo usage: >&2; echo unknown flag >&2; exit 2"}, "", "/bin/sh -c echo usage: >&2; echo unknown flag >&2; exit 2: exit status 2; its output:\n  usage:\n  unknown flag"},
+		{"fails silently", "/bin/sh", []string{"-c", "exit 1"}, "", "/bin/sh -c exit 1: exit status 1 (no output)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

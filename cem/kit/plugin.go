@@ -2,8 +2,11 @@ package kit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -170,7 +173,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	_, restorable := p.sys.(DiskState)
 	version := p.about.Version
 	if version == "" {
-		version = build.Version
+		version = build.Version + "+" + exeDigest()
 	}
 	return cem.Info{
 		Name:          p.about.Name,
@@ -193,6 +196,22 @@ func (p *Plugin) drmNames() []string {
 	}
 	return names
 }
+
+// exeDigest is the first 12 hex digits of the SHA-256 of the running executable: a plugin whose
+// About sets no version is versioned by its build, so that a changed binary is a new version
+// and a campaign does not resume over records of the old one.
+var exeDigest = sync.OnceValue(func() string {
+	f, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "unknown"
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+})
 
 // configure hands the plugin's TOML section to the system and returns the kit's own
 // break_realisation value.

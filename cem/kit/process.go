@@ -107,33 +107,52 @@ func (p *Plugin) resume(r *Replica) error {
 }
 
 // exitedError says that r's server is down: killed by the kit, or dead on its own, with the
-// last line of its log.
+// last lines of its log (a server says why it stopped at the end of its log, often over several
+// lines: a stack, a hint).
 func (p *Plugin) exitedError(r *Replica) error {
 	if r.proc == nil {
 		return fmt.Errorf("%s is down", r.Name)
 	}
 	// The process has exited (running says so), so Wait returns its status at once.
 	status := r.proc.Wait(context.Background())
-	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); the last line of its log: %s", r.Name, r.proc.Pid, status, lastLogLine(r.proc.LogPath))
+	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); the last lines of its log %s:\n%s", r.Name, r.proc.Pid, status, r.proc.LogPath, indent(lastLogLines(r.proc.LogPath, logLines)))
 }
 
-// lastLogLine returns the last non-empty line of a log file, for one-line errors.
-func lastLogLine(path string) string {
+// logLines is how many of a log's last lines an error quotes.
+const logLines = 20
+
+// lastLogLines returns the last n non-empty lines of a log file.
+func lastLogLines(path string, n int) []string {
 	f, err := os.Open(path)
 	if err != nil {
-		return "no log: " + err.Error()
+		return []string{"no log: " + err.Error()}
 	}
 	defer f.Close()
-	last := "empty log " + path
+	var last []string
 	s := bufio.NewScanner(f)
 	s.Buffer(nil, 1<<20)
 	for s.Scan() {
-		if l := strings.TrimSpace(s.Text()); l != "" {
-			last = l
+		if l := strings.TrimRight(s.Text(), " \t\r"); strings.TrimSpace(l) != "" {
+			last = append(last, l)
+			if len(last) > n {
+				last = last[1:]
+			}
 		}
+	}
+	if len(last) == 0 {
+		return []string{"(empty)"}
 	}
 	return last
 }
+
+// indent joins lines, each indented by two spaces, for a message's quote.
+func indent(lines []string) string {
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// outputLimit bounds how much of a failing command's output an error quotes: its end, where a
+// command says why it failed.
+const outputLimit = 8 << 10
 
 // allThreadsStopped tells whether every thread of process pid is stopped (or has exited).
 func allThreadsStopped(pid int) (bool, error) {
@@ -163,7 +182,7 @@ func allThreadsStopped(pid int) (bool, error) {
 
 // Output runs a short-lived command, such as a server's --version, in a process group of its
 // own that is killed when ctx ends, and returns what it printed on stdout and stderr. Its error
-// is one line naming the binary.
+// names the command and quotes its whole output (its last 8 KiB, when longer).
 func Output(ctx context.Context, path string, args ...string) (string, error) {
 	bin, err := exec.LookPath(path)
 	if err != nil {
@@ -182,8 +201,14 @@ func Output(ctx context.Context, path string, args ...string) (string, error) {
 		err = cmd.Wait()
 	}
 	if err != nil {
-		line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
-		return "", fmt.Errorf("%s %s: %w: %s", bin, strings.Join(args, " "), err, line)
+		text := strings.TrimSpace(out.String())
+		if len(text) > outputLimit {
+			text = "..." + text[len(text)-outputLimit:]
+		}
+		if text == "" {
+			return "", fmt.Errorf("%s %s: %w (no output)", bin, strings.Join(args, " "), err)
+		}
+		return "", fmt.Errorf("%s %s: %w; its output:\n%s", bin, strings.Join(args, " "), err, indent(strings.Split(text, "\n")))
 	}
 	return out.String(), nil
 }

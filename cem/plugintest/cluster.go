@@ -4,12 +4,14 @@ package plugintest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,12 +22,30 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// Ports are taken from [portLow, portHigh): below Linux's ephemeral range (32768 and up), so
-// that no outgoing connection holds one of them.
+// Ports are taken from [portLow, portHigh) unless $MODULO_TEST_PORTS says another range
+// (LOW-HIGH): below Linux's ephemeral range (32768 and up), so that no outgoing connection
+// holds one of them.
 const (
 	portLow  = 10000
 	portHigh = 30000
+	// PortsEnv names the environment variable that moves the range.
+	PortsEnv = "MODULO_TEST_PORTS"
 )
+
+// portRange is the range ports are taken from: $MODULO_TEST_PORTS, or the default.
+func portRange() (low, high int, err error) {
+	v := os.Getenv(PortsEnv)
+	if v == "" {
+		return portLow, portHigh, nil
+	}
+	lo, hi, ok := strings.Cut(v, "-")
+	low, err1 := strconv.Atoi(lo)
+	high, err2 := strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil || low < 1024 || high > 65536 || high-low < portBlock {
+		return 0, 0, fmt.Errorf("%s=%q: want LOW-HIGH, such as 40000-45000, at least %d ports between 1024 and 65536", PortsEnv, v, portBlock)
+	}
+	return low, high, nil
+}
 
 // cluster is one cluster of the suite: its spec, its plugin, and every process group that a
 // pid file in its directory named while it ran.
@@ -108,14 +128,21 @@ func ReservePorts(t testing.TB, n int) int {
 	if err := os.MkdirAll(dir, 0o777); err != nil {
 		t.Fatalf("port reservations: %v", err)
 	}
-	count := (portHigh - portLow) / portBlock
+	low, high, err := portRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := (high - low) / portBlock
+	if blocks > count {
+		t.Fatalf("%d consecutive ports do not fit in %d..%d ($%s)", n, low, high, PortsEnv)
+	}
 	for range 200 {
 		first := rand.IntN(count - blocks + 1)
-		locks, ok := lockBlocks(dir, first, blocks)
+		locks, ok := lockBlocks(dir, low+first*portBlock, blocks)
 		if !ok {
 			continue
 		}
-		base := portLow + first*portBlock
+		base := low + first*portBlock
 		if proc.CheckPortsFree(base, n) != nil {
 			closeAll(locks)
 			continue
@@ -123,18 +150,19 @@ func ReservePorts(t testing.TB, n int) int {
 		t.Cleanup(func() { closeAll(locks) })
 		return base
 	}
-	t.Fatalf("no %d free consecutive ports in %d..%d", n, portLow, portHigh)
+	t.Fatalf("no %d free consecutive ports in %d..%d (set $%s to move the range)", n, low, high, PortsEnv)
 	return 0
 }
 
 // portBlock is the unit of port reservations.
 const portBlock = 100
 
-// lockBlocks takes the lock files of blocks first..first+k-1, all or none.
-func lockBlocks(dir string, first, k int) ([]*os.File, bool) {
+// lockBlocks takes the lock files of the k blocks from port base, all or none; a block's lock
+// file is named after its first port, so that suites with other ranges exclude each other.
+func lockBlocks(dir string, base, k int) ([]*os.File, bool) {
 	var locks []*os.File
-	for b := first; b < first+k; b++ {
-		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(b)), os.O_CREATE|os.O_RDWR, 0o666)
+	for b := range k {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(base+b*portBlock)), os.O_CREATE|os.O_RDWR, 0o666)
 		if err == nil {
 			err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 			if err != nil {

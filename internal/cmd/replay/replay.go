@@ -33,6 +33,8 @@ type Options struct {
 	Repeat int
 	// Keep leaves the cluster up after the run, until Ctrl-C.
 	Keep bool
+	// Trace keeps the actions of every run, those that pass included, in the run's directory.
+	Trace bool
 	cmdutil.Settings
 }
 
@@ -80,6 +82,7 @@ or not made, 0 when every run passed, 2 on bad input.`,
 		},
 	}
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "run it `K` times and report how often the verdict reproduces")
+	cmd.Flags().BoolVar(&opts.Trace, "trace", false, "keep the actions of every run, those that pass too, in the run's directory (traces/<ID>.txt)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down")
 	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
@@ -157,7 +160,7 @@ func Run(opts *Options) error {
 	t.Describe(opts.Out)
 
 	setup := t.Setup
-	setup.Out = opts.Out
+	setup.Out, setup.Trace = opts.Out, opts.Trace
 	if opts.Keep {
 		setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
 	}

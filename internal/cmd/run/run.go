@@ -50,6 +50,8 @@ type Options struct {
 	Retry []string
 	// Order is OrderFile (also when empty) or OrderCoverage.
 	Order string
+	// Trace keeps the actions of every schedule that passes, in <results>/traces.
+	Trace bool
 
 	config.Overrides
 }
@@ -189,6 +191,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.BoolVar(&ephemeral, cmdutil.EphemeralFlag, false, cmdutil.EphemeralUsage)
 	f.StringVar(&opts.Order, "order", OrderFile, "run the schedules in the file's `ORDER` (file), or so that every transition of the model's state graph (a state and a step out of it) is taken as early as possible (coverage), then the rest")
 	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
+	f.BoolVar(&opts.Trace, "trace", false, "keep the actions of every schedule that passes too, in <campaign>/traces/<ID>.txt (a failure folder has them always)")
 	f.BoolVar(&share, "share-prefixes", true, "restore a cluster saved after a prefix that schedules share instead of replaying it, where the plugin can (--share-prefixes=false: every schedule from scratch)")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
@@ -286,7 +289,7 @@ func Run(opts *Options) error {
 		PluginConfig: cfg.Plugins[h.DRM.Plugin],
 		Launch:       launch, Store: store,
 		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check, Retry: retry,
-		Share: cfg.SharePrefixes, ShareBudget: int64(cfg.ShareBudgetMB) << 20,
+		Share: cfg.SharePrefixes, ShareBudget: int64(cfg.ShareBudgetMB) << 20, Trace: opts.Trace,
 		Progress: prog.update,
 	})
 	prog.finish()
