@@ -3,7 +3,8 @@
 // cluster has caught up; the kit does the rest of cem.CEM.
 //
 // The kit owns the cluster: a directory and PortsPerReplica ports per replica, every server in
-// a process group of its own (started, SIGKILLed, SIGSTOPped and SIGCONTed by the kit), the
+// a process group and a cgroup of its own (started, SIGKILLed, SIGSTOPped and SIGCONTed by
+// the kit with every process it started, one that called setsid too: see proc.Containment), the
 // configuration section (decoded with unknown keys refused), the abstract state of the
 // schedule (the model's Apply after every step), the mapping of abstract replicas to servers,
 // every wait (bounded by the step timeout, a *cem.NotReachedError when it passes), the record

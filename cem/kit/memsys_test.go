@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,10 +69,17 @@ type memEntry struct {
 	at         time.Time
 }
 
-// placeholderEnv carries the address a stand-in server listens on.
-const placeholderEnv = "MODULO_KIT_TEST_PLACEHOLDER"
+// placeholderEnv carries the address a stand-in server listens on; childEnv marks the child
+// that each stand-in starts in a session of its own.
+const (
+	placeholderEnv = "MODULO_KIT_TEST_PLACEHOLDER"
+	childEnv       = "MODULO_KIT_TEST_SETSID_CHILD"
+)
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		select {} // a helper that left the server's process group, as PostgreSQL's backends do
+	}
 	if addr := os.Getenv(placeholderEnv); addr != "" {
 		placeholder(addr)
 		return
@@ -78,8 +87,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// placeholder is a stand-in server: it writes one byte to every connection.
+// placeholder is a stand-in server: it starts a child that calls setsid (a server is everything
+// it started: the kit must suspend and kill it too), then writes one byte to every connection.
 func placeholder(addr string) {
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), childEnv+"=1")
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

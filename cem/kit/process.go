@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -76,7 +75,7 @@ func (p *Plugin) crash(ctx context.Context, r *Replica) error {
 	return nil
 }
 
-// suspend SIGSTOPs r's server's process group and waits until every thread of the server has
+// suspend SIGSTOPs every process of r's server and waits until every thread of them has
 // stopped: kill(2) only makes the signal pending, and a thread busy on another CPU could still
 // answer a request before it takes it.
 func (p *Plugin) suspend(ctx context.Context, r *Replica) error {
@@ -88,7 +87,7 @@ func (p *Plugin) suspend(ctx context.Context, r *Replica) error {
 	p.act(r, "SIGSTOP process group %d", pid)
 	return p.await(ctx, fmt.Sprintf("every thread of %s (pid %d) stopped", r.Name, pid), nil,
 		func(context.Context) (bool, string, error) {
-			ok, err := allThreadsStopped(pid)
+			ok, err := r.proc.Stopped()
 			if errors.Is(err, fs.ErrNotExist) {
 				return false, "", nil // the server died: await says so at the next poll
 			}
@@ -153,32 +152,6 @@ func indent(lines []string) string {
 // outputLimit bounds how much of a failing command's output an error quotes: its end, where a
 // command says why it failed.
 const outputLimit = 8 << 10
-
-// allThreadsStopped tells whether every thread of process pid is stopped (or has exited).
-func allThreadsStopped(pid int) (bool, error) {
-	taskDir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	tasks, err := os.ReadDir(taskDir)
-	if err != nil {
-		return false, fmt.Errorf("threads of pid %d: %w", pid, err)
-	}
-	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "stat"))
-		if err != nil {
-			continue // the thread exited
-		}
-		// The state follows the command name, which is in parentheses and may hold spaces.
-		end := bytes.LastIndexByte(b, ')')
-		if end < 0 || end+2 >= len(b) {
-			return false, fmt.Errorf("thread %s of pid %d: malformed stat", t.Name(), pid)
-		}
-		switch b[end+2] {
-		case 'T', 't', 'Z', 'X':
-		default:
-			return false, nil
-		}
-	}
-	return true, nil
-}
 
 // Output runs a short-lived command, such as a server's --version, in a process group of its
 // own that is killed when ctx ends, and returns what it printed on stdout and stderr. Its error

@@ -267,7 +267,8 @@ func (c *cluster) record(t *testing.T) {
 }
 
 // teardownChecked tears the cluster down twice, which must succeed both times, and checks that
-// no pid file is left and that no process group the cluster ever had is alive.
+// no pid file is left, that no process group the cluster ever had is alive, and that no process
+// works in the cluster's directory (a server's child that left its group, say).
 func (c *cluster) teardownChecked(t *testing.T) {
 	t.Helper()
 	c.tornDown = true
@@ -295,4 +296,31 @@ func (c *cluster) teardownChecked(t *testing.T) {
 			t.Errorf("teardown left process group %d (%s) alive", g.Pid, g.Path)
 		}
 	}
+	for _, l := range workingIn(t, c.spec.Dir) {
+		t.Errorf("teardown left %s", l)
+	}
+}
+
+// workingIn lists the live processes whose working directory is dir or under it: what a
+// cluster's servers started, whatever group or session they moved to.
+func workingIn(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !proc.Alive(pid) {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		left = append(left, fmt.Sprintf("pid %d (%s) working in %s", pid, strings.ReplaceAll(strings.TrimSpace(string(cmdline)), "\x00", " "), cwd))
+	}
+	return left
 }

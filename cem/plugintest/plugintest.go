@@ -396,16 +396,29 @@ func (s *suite) pluginDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.tornDown = true // nobody is left to tear it down: that is the point
-	err := proc.WaitFor(context.Background(), pluginDeathTimeout, "every server's process group to die with the plugin", func(context.Context) (bool, error) {
+	err := proc.WaitFor(context.Background(), pluginDeathTimeout, "every server to die with the plugin", func(context.Context) (bool, error) {
 		for _, g := range c.groups {
-			if alive, err := g.GroupAlive(); alive || err != nil {
-				return false, err
+			if proc.Alive(g.Pid) {
+				return false, nil
 			}
 		}
 		return true, nil
 	})
 	if err != nil {
 		t.Errorf("after SIGKILL of the plugin (pid %d): %v", client.Pid(), err)
+	}
+	// What the servers started outlives them (a child in a session of its own): the executor
+	// sweeps the cluster directory, which must end it.
+	if err := proc.KillLeftovers(c.spec.Dir); err != nil {
+		t.Errorf("sweep after the plugin died: %v", err)
+	}
+	for _, g := range c.groups {
+		if alive, err := g.GroupAlive(); alive || err != nil {
+			t.Errorf("after the sweep, server %s (pid %d) left processes alive: %v", g.Path, g.Pid, err)
+		}
+	}
+	for _, l := range workingIn(t, c.spec.Dir) {
+		t.Errorf("after the sweep: %s", l)
 	}
 }
 

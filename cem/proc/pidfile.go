@@ -14,11 +14,13 @@ import (
 	"time"
 )
 
-// PidFile is one pid file that StartProcess wrote: the process group a server leads.
+// PidFile is one pid file that StartProcess wrote: the process group a server leads, and its
+// cgroup.
 type PidFile struct {
-	Path  string
-	Pid   int    // the server's pid, also its process group ID
-	Start uint64 // the server's start time, to tell it from a later process that reuses the pid
+	Path   string
+	Pid    int    // the server's pid, also its process group ID
+	Start  uint64 // the server's start time, to tell it from a later process that reuses the pid
+	Cgroup string // the server's cgroup directory; empty when it ran in no cgroup
 }
 
 // ReadPidFile reads the pid file at path.
@@ -28,8 +30,17 @@ func ReadPidFile(path string) (PidFile, error) {
 		return PidFile{}, fmt.Errorf("pid file %s: %w", path, err)
 	}
 	f := PidFile{Path: path}
-	if _, err := fmt.Sscanf(string(b), "%d %d", &f.Pid, &f.Start); err != nil || f.Pid <= 1 {
+	fields := strings.Fields(string(b))
+	var err1, err2 error
+	if len(fields) >= 2 {
+		f.Pid, err1 = strconv.Atoi(fields[0])
+		f.Start, err2 = strconv.ParseUint(fields[1], 10, 64)
+	}
+	if len(fields) < 2 || len(fields) > 3 || err1 != nil || err2 != nil || f.Pid <= 1 {
 		return PidFile{}, fmt.Errorf("pid file %s: malformed %q", path, strings.TrimSpace(string(b)))
+	}
+	if len(fields) == 3 {
+		f.Cgroup = fields[2]
 	}
 	return f, nil
 }
@@ -76,6 +87,11 @@ func walkPidFiles(dir string, each func(path string) error) error {
 // still alive. A pid that now names a process started at another time was reused after the
 // group ended, as KillLeftovers reads it.
 func (f PidFile) GroupAlive() (bool, error) {
+	if f.Cgroup != "" {
+		if alive, err := cgroupAlive(f.Cgroup); alive || err != nil {
+			return alive, err
+		}
+	}
 	if st, err := readStat(f.Pid); err == nil && st.startTime != f.Start {
 		return false, nil
 	}

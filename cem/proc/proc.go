@@ -39,13 +39,15 @@ type ProcessSpec struct {
 	Env  []string // environment; nil inherits the plugin's
 }
 
-// Process is a server started by StartProcess: the leader of a process group of its own, so
-// that every child it forks (a Redis BGSAVE child, for one) is signalled with it.
+// Process is a server started by StartProcess: the leader of a process group of its own, in a
+// cgroup of its own where the host has one (see Containment), so that every child it forks (a
+// Redis BGSAVE child, a PostgreSQL backend that calls setsid) is signalled with it.
 type Process struct {
 	Name    string
 	Pid     int    // also the process group ID
 	LogPath string // stdout and stderr
 	pidPath string
+	cgroup  string // its cgroup's directory; empty without one
 	start   uint64 // start time, to tell the process from a later one that reuses its pid
 
 	exited  chan struct{} // closed once the leader has been reaped
@@ -72,6 +74,21 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cg, err := newCgroup(spec.Name)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	if cg != "" {
+		fd, err := syscall.Open(cg, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			_ = os.Remove(cg)
+			return nil, fmt.Errorf("start %s: cgroup: %w", spec.Name, err)
+		}
+		defer syscall.Close(fd)
+		// The child is born in the cgroup (clone3 with CLONE_INTO_CGROUP): nothing it forks
+		// can run outside it, not even for a moment.
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+	}
 
 	// Pdeathsig fires when the thread that forked the child exits, not the process: fork from
 	// a thread that stays locked for the call so the runtime cannot retire it under us.
@@ -79,10 +96,14 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	err = cmd.Start()
 	runtime.UnlockOSThread()
 	if err != nil {
+		if cg != "" {
+			_ = os.Remove(cg)
+		}
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 
 	p := &Process{
+		cgroup:  cg,
 		Name:    spec.Name,
 		Pid:     cmd.Process.Pid,
 		LogPath: logPath,
@@ -96,9 +117,12 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()
-	if err := errors.Join(statErr, writePidFile(p.pidPath, p.Pid, p.start)); err != nil {
+	if err := errors.Join(statErr, writePidFile(p.pidPath, p.Pid, p.start, p.cgroup)); err != nil {
 		_ = KillGroup(p.Pid)
 		<-p.exited
+		if cg != "" {
+			_ = killCgroup(context.Background(), cg)
+		}
 		return nil, fmt.Errorf("start %s: pid file: %w", spec.Name, err)
 	}
 	return p, nil
@@ -127,20 +151,80 @@ func (p *Process) Running() bool {
 	}
 }
 
-// Stop suspends every process of the group (SIGSTOP).
-func (p *Process) Stop() error { return p.signalGroup(syscall.SIGSTOP) }
+// Stop suspends every process of the server (SIGSTOP): its cgroup's, or its group's.
+func (p *Process) Stop() error { return p.signal(syscall.SIGSTOP) }
 
-// Cont resumes every process of the group (SIGCONT).
-func (p *Process) Cont() error { return p.signalGroup(syscall.SIGCONT) }
+// Cont resumes every process of the server (SIGCONT).
+func (p *Process) Cont() error { return p.signal(syscall.SIGCONT) }
 
-func (p *Process) signalGroup(sig syscall.Signal) error {
+func (p *Process) signal(sig syscall.Signal) error {
 	if !p.Running() {
 		return fmt.Errorf("%s %s (pid %d): the process has exited", sig, p.Name, p.Pid)
+	}
+	if p.cgroup != "" {
+		if err := signalCgroup(context.Background(), p.cgroup, sig); err != nil {
+			return fmt.Errorf("%s %s (cgroup %s): %w", sig, p.Name, p.cgroup, err)
+		}
+		return nil
 	}
 	if err := syscall.Kill(-p.Pid, sig); err != nil {
 		return fmt.Errorf("%s %s (process group %d): %w", sig, p.Name, p.Pid, err)
 	}
 	return nil
+}
+
+// Members lists the server's live processes: its cgroup's, or its process group's.
+func (p *Process) Members() ([]int, error) {
+	if p.cgroup != "" {
+		return cgroupPids(p.cgroup)
+	}
+	return groupPids(p.Pid)
+}
+
+// Stopped tells whether every thread of every process of the server is stopped: kill(2) only
+// makes a signal pending, and a thread busy on another CPU could still answer a request before
+// it takes it.
+func (p *Process) Stopped() (bool, error) {
+	pids, err := p.Members()
+	if err != nil {
+		return false, err
+	}
+	for _, pid := range pids {
+		ok, err := threadsStopped(pid)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// threadsStopped tells whether every thread of process pid is stopped (or has exited).
+func threadsStopped(pid int) (bool, error) {
+	taskDir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(taskDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil // exited
+	}
+	if err != nil {
+		return false, fmt.Errorf("threads of pid %d: %w", pid, err)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "stat"))
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the command name, which is in parentheses and may hold spaces.
+		end := strings.LastIndexByte(string(b), ')')
+		if end < 0 || end+2 >= len(b) {
+			return false, fmt.Errorf("thread %s of pid %d: malformed stat", t.Name(), pid)
+		}
+		switch b[end+2] {
+		case 'T', 't', 'Z', 'X':
+		default:
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Kill sends SIGKILL to the whole process group (a stopped group too), reaps the leader,
@@ -151,6 +235,11 @@ func (p *Process) Kill(ctx context.Context) error {
 	defer p.mu.Unlock()
 	if p.killed {
 		return nil
+	}
+	if p.cgroup != "" {
+		if err := killCgroup(ctx, p.cgroup); err != nil {
+			return fmt.Errorf("kill %s: %w", p.Name, err)
+		}
 	}
 	if err := KillGroupOf(ctx, p.Pid, p.start); err != nil {
 		return fmt.Errorf("kill %s: %w", p.Name, err)
@@ -206,10 +295,17 @@ func GroupAlive(pgid int) (bool, error) {
 	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false, nil
 	}
+	pids, err := groupPids(pgid)
+	return len(pids) > 0, err
+}
+
+// groupPids lists the live processes of group pgid.
+func groupPids(pgid int) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false, fmt.Errorf("list processes: %w", err)
+		return nil, fmt.Errorf("list processes: %w", err)
 	}
+	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -220,10 +316,10 @@ func GroupAlive(pgid int) (bool, error) {
 			continue // exited meanwhile
 		}
 		if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
-			return true, nil
+			pids = append(pids, pid)
 		}
 	}
-	return false, nil
+	return pids, nil
 }
 
 // procStat holds the fields of /proc/<pid>/stat that identify a process.
@@ -270,11 +366,15 @@ func readStat(pid int) (procStat, error) {
 }
 
 // writePidFile records pid and its start time, so that a later sweep does not kill a process
-// that merely reuses the pid. It writes a temporary file and renames it, so a sweep never reads
-// half a file.
-func writePidFile(path string, pid int, start uint64) error {
+// that merely reuses the pid, and the server's cgroup, if any. It writes a temporary file and
+// renames it, so a sweep never reads half a file.
+func writePidFile(path string, pid int, start uint64, cgroup string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", pid, start), 0o644); err != nil {
+	line := fmt.Sprintf("%d %d", pid, start)
+	if cgroup != "" {
+		line += " " + cgroup
+	}
+	if err := os.WriteFile(tmp, []byte(line+"\n"), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
@@ -307,6 +407,11 @@ func killPidFile(ctx context.Context, path string) error {
 	f, err := ReadPidFile(path)
 	if err != nil {
 		return err
+	}
+	if f.Cgroup != "" {
+		if err := killCgroup(ctx, f.Cgroup); err != nil {
+			return fmt.Errorf("pid file %s: %w", path, err)
+		}
 	}
 	if err := KillGroupOf(ctx, f.Pid, f.Start); err != nil {
 		return fmt.Errorf("pid file %s: %w", path, err)

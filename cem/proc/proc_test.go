@@ -69,8 +69,11 @@ func TestStartProcessFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := strings.Fields(string(b)); len(f) != 2 || f[0] != strconv.Itoa(p.Pid) {
-		t.Errorf("pid file holds %q, want pid %d and a start time", b, p.Pid)
+	if f := strings.Fields(string(b)); len(f) != 3 || f[0] != strconv.Itoa(p.Pid) || f[2] != p.cgroup {
+		t.Errorf("pid file holds %q, want pid %d, a start time and the cgroup", b, p.Pid)
+	}
+	if pids, err := cgroupPids(p.cgroup); err != nil || len(pids) != 1 || pids[0] != p.Pid {
+		t.Errorf("cgroup %s holds %v (%v), want the server %d alone", p.cgroup, pids, err, p.Pid)
 	}
 	if pg, err := syscall.Getpgid(p.Pid); err != nil || pg != p.Pid {
 		t.Errorf("process group of %d is %d (%v), want its own", p.Pid, pg, err)
@@ -87,6 +90,9 @@ func TestStartProcessFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(pidFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pid file after Kill: %v, want it removed", err)
+	}
+	if _, err := os.Stat(p.cgroup); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cgroup after Kill: %v, want it removed", err)
 	}
 }
 
@@ -207,7 +213,7 @@ func TestKillLeftovers(t *testing.T) {
 	// A pid file whose pid now names another process (started later) must not be obeyed.
 	other := startTest(t, t.TempDir(), "other", "/bin/sleep", "300")
 	stale := filepath.Join(dir, "stale"+PidFileSuffix)
-	if err := writePidFile(stale, other.Pid, other.start+1); err != nil {
+	if err := writePidFile(stale, other.Pid, other.start+1, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -299,4 +305,64 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// setsidChild starts a server whose child leaves its process group (setsid), as PostgreSQL's
+// backends do, and returns the server and the child's pid.
+func setsidChild(t *testing.T, dir, name string) (*Process, int) {
+	t.Helper()
+	if _, err := cgroupBase(); err != nil {
+		t.Fatalf("servers are not contained in cgroups here (%s): run as root on Linux 5.14 or later with cgroup2 mounted", Containment())
+	}
+	p := startTest(t, dir, name, "/bin/sh", "-c", "setsid /bin/sh -c 'echo $$ > child; exec sleep 300' & exec sleep 301")
+	child := readPid(t, filepath.Join(dir, "child"))
+	st, err := readStat(child)
+	if err != nil || st.pgrp == p.Pid {
+		t.Fatalf("the child %d did not leave the server's group %d: %+v %v", child, p.Pid, st, err)
+	}
+	return p, child
+}
+
+// TestServerIsEverythingItStarted: Stop, Cont and Kill reach a child that left the server's
+// process group, and so does KillLeftovers after the server's leader died with its plugin.
+func TestServerIsEverythingItStarted(t *testing.T) {
+	dir := t.TempDir()
+	p, child := setsidChild(t, dir, "server")
+	if err := p.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(context.Background(), 5*time.Second, "the server stopped", func(context.Context) (bool, error) { return p.Stopped() }); err != nil {
+		t.Fatal(err)
+	}
+	if s := state(t, child); s != 'T' {
+		t.Errorf("after Stop the setsid child is in state %c, want T (stopped)", s)
+	}
+	if err := p.Cont(); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitFor(context.Background(), 5*time.Second, "the child running", func(context.Context) (bool, error) { return state(t, child) != 'T', nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(child) {
+		t.Errorf("Kill left the setsid child %d alive", child)
+	}
+
+	sub := filepath.Join(t.TempDir(), "cluster")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	q, orphan := setsidChild(t, sub, "server")
+	if err := syscall.Kill(q.Pid, syscall.SIGKILL); err != nil { // as Pdeathsig does
+		t.Fatal(err)
+	}
+	<-q.Exited()
+	if err := KillLeftovers(sub); err != nil {
+		t.Fatal(err)
+	}
+	if Alive(orphan) {
+		t.Errorf("KillLeftovers left the setsid child %d of a dead server alive", orphan)
+	}
 }
