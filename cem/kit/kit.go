@@ -163,6 +163,23 @@ type Linker interface {
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
 
+// ErrNeedsStop is what Linker.Follow or Unfollow returns for a server that changes its source
+// only by a restart (PostgreSQL turns a primary into a standby by restarting it, and pg_rewind
+// needs the server stopped). The kit then stops the server (SIGKILL, as a crash), calls
+// Relinker.Relink while it is down, and starts it again.
+var ErrNeedsStop = errors.New("the server changes its source only by a restart")
+
+// Relinker is implemented by a link system whose Follow or Unfollow may return ErrNeedsStop.
+// Relink prepares r, whose server is down, to follow src when it starts (src nil: to follow
+// nobody and take writes): its configuration, and its data (a rewind to where src's history
+// and r's part, or a fresh copy of src). It says whether r's history was rewritten: data that r
+// held is gone or replaced. The replicas that follow r then hold a history that r no longer
+// has, so the kit relinks them too, sources before their followers, each by Follow (and
+// Relink when it asks for a stop), and so on down the tree.
+type Relinker interface {
+	Relink(ctx context.Context, c *Cluster, r, src *Replica) (rewritten bool, err error)
+}
+
 // LinkPolicy is implemented by a link system whose configuration changes what the kit does
 // around the links; without it the kit waits nothing and probes. It is read at every cluster
 // start, after Prepare, so that a system may resolve settings that depend on the DRM there.
@@ -317,7 +334,14 @@ type Replica struct {
 
 	proc      *proc.Process // nil while down
 	suspended bool
-	link      int  // the replica the server follows (link models), aem.NoSource for none
+	link      int // the replica the server follows (link models), aem.NoSource for none
+	// startLink is the replica the server follows from its start: none, but for a system
+	// whose Relink configured a source that a restart keeps (PostgreSQL's standbys).
+	startLink int
+	// For a Relinker system: history counts the rewrites of the replica's history (a rewind, a
+	// snapshot copied in), and linkedHistory is its source's count when it last linked, so
+	// that a follower of a rewritten replica is relinked.
+	history, linkedHistory int
 	promoted  bool // S/S/R: unlinked to take writes while its source was suspended
 }
 

@@ -449,11 +449,18 @@ func finalValue(v string) string { return v + ":final" }
 // new links from the primaries down, each waited for before the next (when wait). With
 // break_realisation = "skip-relink" the replicas of t's group are not linked to their sources.
 func (e *linkEngine) relink(ctx context.Context, t *aem.Transition, next *aem.State, wait bool) error {
+	_, rewrites := e.p.sys.(Relinker)
 	for _, i := range e.linkOrder(next) {
 		r := e.reps()[i]
 		want := e.wantLink(next, i)
-		if !r.running() || r.link == want {
+		// A follower of a replica whose history was rewritten since it linked holds a history
+		// that its source no longer has: it is relinked too (sources come first in the order).
+		stale := rewrites && want != aem.NoSource && r.link == want && r.linkedHistory != e.reps()[want].history
+		if !r.running() || r.link == want && !stale {
 			continue
+		}
+		if stale {
+			e.p.act(r, "relink: the history of its source %s was rewritten", e.reps()[want].Name)
 		}
 		if r.suspended {
 			return fmt.Errorf("%s is suspended but the model moves its link to %d", r.Name, want)
@@ -516,6 +523,8 @@ func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error
 		return fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
 	}
 	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
+	to.startLink = aem.NoSource // a fresh copy starts as a primary
+	to.history++
 	if t.Resync == aem.Offline1 {
 		return nil
 	}
@@ -542,11 +551,15 @@ func (e *linkEngine) chainOnline(s *aem.State, i int) bool {
 func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
 	var online []*Replica
 	for i, r := range e.reps() {
-		if !s.On[i] {
-			continue
+		if s.On[i] {
+			online = append(online, r)
 		}
-		online = append(online, r)
-		if src := e.wantLink(s, i); src != aem.NoSource && e.chainOnline(s, i) && r.link == src {
+	}
+	// Sources before their followers: a follower found in sync with a source that has not yet
+	// taken what its own source holds would be in sync with too little.
+	for _, i := range e.linkOrder(s) {
+		r := e.reps()[i]
+		if src := e.wantLink(s, i); s.On[i] && src != aem.NoSource && e.chainOnline(s, i) && r.link == src {
 			if err := e.awaitInSync(ctx, r, e.reps()[src]); err != nil {
 				return err
 			}
@@ -561,26 +574,69 @@ func (e *linkEngine) awaitInSync(ctx context.Context, r, src *Replica) error {
 	})
 }
 
+// follow makes r follow src.
 func (e *linkEngine) follow(ctx context.Context, r, src *Replica) error {
 	err := e.p.call(ctx, fmt.Sprintf("%s to follow %s", r.Name, src.Name), func(ctx context.Context) error {
 		return e.l.Follow(ctx, r, src)
 	})
+	if errors.Is(err, ErrNeedsStop) {
+		return e.relinkStopped(ctx, r, src)
+	}
 	if err != nil {
 		return err
 	}
-	r.link = src.Index
+	r.link, r.linkedHistory = src.Index, src.history
 	e.p.act(r, "follow %s", src.Name)
 	return nil
 }
 
 func (e *linkEngine) unfollow(ctx context.Context, r *Replica) error {
 	err := e.p.call(ctx, r.Name+" to follow nobody", func(ctx context.Context) error { return e.l.Unfollow(ctx, r) })
+	if errors.Is(err, ErrNeedsStop) {
+		return e.relinkStopped(ctx, r, nil)
+	}
 	if err != nil {
 		return err
 	}
 	r.link = aem.NoSource
 	e.p.act(r, "follow nobody")
 	return nil
+}
+
+// relinkStopped relinks r to src (nil: to nobody) through a restart: it stops r's server,
+// has the system prepare it (Relinker) and starts it again.
+func (e *linkEngine) relinkStopped(ctx context.Context, r, src *Replica) error {
+	p := e.p
+	rl, ok := p.sys.(Relinker)
+	if !ok {
+		return fmt.Errorf("%s: Follow or Unfollow asked for a stop (kit.ErrNeedsStop), but the system implements no kit.Relinker", r.Name)
+	}
+	to, name := aem.NoSource, "nobody"
+	if src != nil {
+		to, name = src.Index, src.Name
+	}
+	if err := p.crash(ctx, r); err != nil {
+		return err
+	}
+	var rewritten bool
+	err := p.call(ctx, fmt.Sprintf("%s to be prepared to follow %s", r.Name, name), func(ctx context.Context) (err error) {
+		rewritten, err = rl.Relink(ctx, p.c, r, src)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if rewritten {
+		r.history++
+		p.act(r, "relinked to %s while down: its history was rewritten", name)
+	} else {
+		p.act(r, "relinked to %s while down", name)
+	}
+	r.startLink = to // it starts following to, as Relink prepared it, now and after a crash
+	if src != nil {
+		r.linkedHistory = src.history
+	}
+	return p.restart(ctx, r)
 }
 
 // leaveBehind writes ProbeKey to every tree and waits until every running replica holds it,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -40,6 +41,11 @@ type memSystem struct {
 	mu  sync.Mutex
 	cfg struct {
 		LagMS int `toml:"lag_ms"`
+		// RelinkByRestart makes the system a PostgreSQL's: a server changes its source only
+		// by a restart (Follow and Unfollow ask for a stop, Relink rewinds the log to where it
+		// and its new source's part), and a follower whose source's history was rewritten
+		// stops replicating until it is relinked, where a Redis replica resyncs in full.
+		RelinkByRestart bool `toml:"relink_by_restart"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -61,6 +67,9 @@ type memReplica struct {
 	taken    int
 	full     bool
 	syncAt   time.Time
+	// configured is the source a restart-only system (relink_by_restart) follows from its
+	// start: the one its last Relink set.
+	configured *kit.Replica
 }
 
 // memEntry is one write in a replica's log, with when it entered that log.
@@ -186,7 +195,7 @@ func (s *memSystem) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error)
 func (s *memSystem) rep(r *kit.Replica) *memReplica {
 	m := s.reps[r.Index]
 	if m.starts != r.Starts {
-		m.starts, m.src, m.full = r.Starts, nil, false
+		m.starts, m.src, m.full = r.Starts, m.configured, false
 		if s.leader == r {
 			s.leader = nil
 		}
@@ -222,6 +231,9 @@ func (s *memSystem) tick() {
 // pull makes m take from its source's log what replication has brought by now.
 func (s *memSystem) pull(m, src *memReplica) {
 	now := time.Now()
+	if s.cfg.RelinkByRestart && !m.full && m.srcEpoch != src.epoch {
+		return // the source's history is not the one m holds part of: m must be rewound
+	}
 	if m.full || m.srcEpoch != src.epoch {
 		if now.Before(m.syncAt) {
 			return
@@ -385,6 +397,9 @@ func (s *memSystem) Logged(_ context.Context, r *kit.Replica, key, value string)
 }
 
 func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
+	if s.cfg.RelinkByRestart {
+		return kit.ErrNeedsStop
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.resync(s.rep(r), src)
@@ -392,10 +407,38 @@ func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
 }
 
 func (s *memSystem) Unfollow(_ context.Context, r *kit.Replica) error {
+	if s.cfg.RelinkByRestart {
+		return kit.ErrNeedsStop
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rep(r).src = nil
 	return nil
+}
+
+// Relink rewinds r's log to the longest prefix it shares with src's and makes r follow src from
+// its next start, as pg_rewind and a standby's configuration do; without src, r will follow
+// nobody. A rewind that drops entries rewrites r's history: r's log gets a new epoch, so that
+// its followers stop replicating until they are relinked.
+func (s *memSystem) Relink(_ context.Context, _ *kit.Cluster, r, src *kit.Replica) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.rep(r)
+	m.configured, m.src = src, src
+	if src == nil {
+		return false, nil
+	}
+	sm := s.rep(src)
+	k := 0
+	for k < len(m.log) && k < len(sm.log) && m.log[k].key == sm.log[k].key && m.log[k].value == sm.log[k].value {
+		k++
+	}
+	rewritten := k < len(m.log)
+	if rewritten {
+		m.log, m.epoch = m.log[:k], s.epoch()
+	}
+	m.full, m.srcEpoch, m.taken = false, sm.epoch, k
+	return rewritten, nil
 }
 
 func (s *memSystem) InSync(_ context.Context, r, src *kit.Replica) (bool, string, error) {
@@ -414,7 +457,7 @@ func (s *memSystem) CopySnapshot(_ context.Context, _ *kit.Cluster, from, to *ki
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fm, tm := s.rep(from), s.rep(to)
-	tm.log, tm.epoch, tm.src = slices.Clone(fm.log), s.epoch(), nil
+	tm.log, tm.epoch, tm.src, tm.configured = slices.Clone(fm.log), s.epoch(), nil, nil
 	return nil
 }
 
@@ -443,6 +486,22 @@ func TestMemSystemConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRelinkByRestart: a system whose servers change their source only by a restart, and whose
+// followers stop replicating when their source's history is rewritten (PostgreSQL's standbys
+// after a pg_rewind of their upstream), passes the suite on S/CL/R with three replicas, where a
+// rewound replica can have followers: the kit stops, prepares and restarts each relinked
+// server, and relinks the followers of a rewritten one in turn.
+func TestRelinkByRestart(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "sclr",
+		Params:       aem.Params{Ops: 2, Replicas: 3},
+		New:          func() cem.CEM { return kit.New(memAbout("sclr"), &memSystem{}) },
+		PluginConfig: []byte("lag_ms = 20\nrelink_by_restart = true"),
+		StepTimeout:  6 * time.Second,
+		NoServers:    true,
+	})
 }
 
 // TestSkipWaitHealedDivergence: with break_realisation = "skip-wait", a check right after a
@@ -532,6 +591,53 @@ func TestSkipWaitHealedDivergence(t *testing.T) {
 			}
 			if div := oracle.Compare(snap); !div.Converged() {
 				t.Errorf("at the end of %s the replicas differ: %s", schedules.Body(steps), div.Line())
+			}
+		})
+	}
+}
+
+// TestRewrittenHistoryRelinksFollowers: in a system whose relinks need a restart, a follower of
+// a replica whose history was rewritten (a snapshot copied in, a rewind) is relinked, in order,
+// and the cluster converges; without that rule each of these schedules waits forever for a
+// follower holding a history its source no longer has.
+func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
+	tests := []struct{ name, schedule string }{
+		{"snapshot copied into a source", "D[1,0,0](n,c,c) D[1,0,0](n,-,-) C[1]<-,-,->off1 C[1]<-,0,-> C[2]<-,0,1>"},
+		{"source rewound", "D[1,0,0](n,c,c) C[1]<-,0,-> D[1,0,0](n,c,-) C[1]<-,0,-> C[2]<2,0,->"},
+		{"source rewound after an offline resync", "D[1,0,0](n,c,c) C[1]<-,0,-> D[1,0,0](n,c,-) C[1]<-,-,->off1 C[1]<1,-,-> C[2]<1,2,->"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var steps []aem.Transition
+			for _, f := range strings.Fields(tt.schedule) {
+				tr, err := aem.ParseTransition(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps = append(steps, tr)
+			}
+			p := kit.New(memAbout("sclr"), &memSystem{})
+			ctx := context.Background()
+			spec := cem.ClusterSpec{DRM: "sclr", Ops: 2, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+				ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 20\nrelink_by_restart = true"), StepTimeout: 3 * time.Second}
+			if err := p.Start(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			defer p.Teardown(ctx)
+			relinked := false
+			for i := range steps {
+				rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: steps[i].String()})
+				if err != nil {
+					t.Fatalf("step %d %s: %v", i+1, steps[i], err)
+				}
+				relinked = relinked || slices.ContainsFunc(rep.Actions, func(a cem.Action) bool { return strings.Contains(a.What, "was rewritten") })
+			}
+			snap, err := p.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := oracle.Compare(snap); !d.Converged() || !relinked {
+				t.Errorf("converged: %s; a rewritten history relinked a follower: %v", d.Line(), relinked)
 			}
 		})
 	}

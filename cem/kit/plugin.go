@@ -381,7 +381,7 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	p.conc = make([]int, spec.Replicas)
 	for i := range spec.Replicas {
 		name := p.about.Name + "-" + strconv.Itoa(i)
-		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), link: aem.NoSource}
+		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), link: aem.NoSource, startLink: aem.NoSource}
 		for k := range ppr {
 			r.Ports = append(r.Ports, spec.BasePort+i*ppr+k)
 		}

@@ -36,7 +36,7 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.proc, r.suspended, r.link = proc, false, aem.NoSource
+	r.proc, r.suspended, r.link = proc, false, r.startLink
 	r.Starts++
 	p.act(r, "start %s (pid %d, start %d)", filepath.Base(cmd.Path), proc.Pid, r.Starts)
 	return nil
