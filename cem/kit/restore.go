@@ -39,8 +39,11 @@ type savedKit struct {
 }
 
 type savedRepl struct {
-	Starts   int  `json:"starts"`
-	Promoted bool `json:"promoted"`
+	Starts        int  `json:"starts"`
+	Promoted      bool `json:"promoted"`
+	StartLink     int  `json:"start_link"`
+	History       int  `json:"history"`
+	LinkedHistory int  `json:"linked_history"`
 }
 
 // kitFile holds savedKit in a save's directory; the replicas' files are under their names.
@@ -81,7 +84,7 @@ func (p *Plugin) Save(ctx context.Context, dir string) (cem.Saved, error) {
 		Saved: cem.Saved{Paths: saved.Paths, Bytes: saved.Bytes, Digest: saved.Digest},
 	}
 	for _, r := range p.c.Replicas {
-		k.Replicas = append(k.Replicas, savedRepl{Starts: r.Starts, Promoted: r.promoted})
+		k.Replicas = append(k.Replicas, savedRepl{Starts: r.Starts, Promoted: r.promoted, StartLink: r.startLink, History: r.history, LinkedHistory: r.linkedHistory})
 	}
 	data, err := json.MarshalIndent(k, "", "  ")
 	if err != nil {
@@ -162,7 +165,8 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 	}
 	copy(p.conc, k.Conc)
 	for i, r := range p.c.Replicas {
-		r.Starts, r.promoted = k.Replicas[i].Starts, k.Replicas[i].Promoted
+		sr := k.Replicas[i]
+		r.Starts, r.promoted, r.startLink, r.history, r.linkedHistory = sr.Starts, sr.Promoted, sr.StartLink, sr.History, sr.LinkedHistory
 	}
 	p.state, p.step, p.divergences, p.written, p.acked = state, len(steps)-1, k.Divergences, k.Written, k.Acked
 	p.act(nil, "restored the state after step %d from %s: %d files and directories, %d bytes, sha256 %s, as saved",
