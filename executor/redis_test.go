@@ -57,30 +57,6 @@ func writeSchedules(t *testing.T, dir, drm string, ops, replicas int) (string, u
 	return path, n
 }
 
-// serversUnder lists the processes whose command line names a path under dir: the servers a
-// run under dir left behind, or the plugins started from dir.
-func serversUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue // exited meanwhile
-		}
-		if cmdline := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmdline, dir) {
-			left = append(left, e.Name()+": "+cmdline)
-		}
-	}
-	return left
-}
-
 type redisRun struct {
 	out, errOut string
 	err         error
@@ -151,7 +127,7 @@ func checkRun(t *testing.T, r redisRun, total uint64, resultsDir string) []resul
 	if code := cmdutil.Code(r.err); code != want {
 		t.Errorf("exit status %d (%v), want %d", code, r.err, want)
 	}
-	if left := serversUnder(t, resultsDir); len(left) > 0 {
+	if left := plugintest.ProcessesUnder(t, resultsDir); len(left) > 0 {
 		t.Errorf("processes left running:\n%s", strings.Join(left, "\n"))
 	}
 	return recs
@@ -206,7 +182,7 @@ func TestRedisInterrupt(t *testing.T) {
 		}
 	}()
 	first := runRedis(t, ctx, file, pluginDir, resultsDir, base)
-	if left := serversUnder(t, resultsDir); len(left) > 0 {
+	if left := plugintest.ProcessesUnder(t, resultsDir); len(left) > 0 {
 		t.Errorf("processes left running after the interrupt:\n%s", strings.Join(left, "\n"))
 	}
 	recs, err := results.ReadRecords(records)
@@ -255,7 +231,7 @@ func TestRedisPluginDies(t *testing.T) {
 			if b, err := os.ReadFile(records); err != nil || bytes.Count(b, []byte{'\n'}) < 1 {
 				continue
 			}
-			for _, p := range serversUnder(t, pluginDir) {
+			for _, p := range plugintest.ProcessesUnder(t, pluginDir) {
 				pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					killed <- p

@@ -1,7 +1,6 @@
 package executor_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -24,23 +23,11 @@ func qczSchedules(t *testing.T, ops int) (schedules.Header, []schedules.Schedule
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if _, err := schedules.Generate(&b, d, aem.Params{Ops: ops, Replicas: 3}, "test", 0); err != nil {
-		t.Fatal(err)
-	}
-	r, err := schedules.NewReader(&b, "qcz.sched")
+	h, ss, err := schedules.Generated(d, aem.Params{Ops: ops, Replicas: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ss []schedules.Schedule
-	for {
-		s, err := r.Next()
-		if err != nil {
-			break
-		}
-		ss = append(ss, s)
-	}
-	return r.Header, ss
+	return h, ss
 }
 
 // TestRunSharesPrefixes: with a plugin that restores, a worker restores the cluster saved

@@ -17,21 +17,9 @@ func generated(t testing.TB, drm string, p aem.Params) (drms.DRM, []schedules.Sc
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if _, err := schedules.Generate(&b, d, p, "test", 0); err != nil {
-		t.Fatal(err)
-	}
-	r, err := schedules.NewReader(&b, drm)
+	_, ss, err := schedules.Generated(d, p)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ss []schedules.Schedule
-	for {
-		s, err := r.Next()
-		if err != nil {
-			break
-		}
-		ss = append(ss, s)
 	}
 	return d, ss
 }

@@ -2,6 +2,7 @@ package schedules
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -230,6 +231,25 @@ func ReadAll(path string) (Header, []Schedule, error) {
 		return Header{}, nil, err
 	}
 	defer f.Close()
+	return r.readAll()
+}
+
+// Generated returns every schedule of d for p, in file order, as the file Generate writes holds
+// them: for tests and benchmarks that need a campaign's schedules in memory.
+func Generated(d drms.DRM, p aem.Params) (Header, []Schedule, error) {
+	var b bytes.Buffer
+	if _, err := Generate(&b, d, p, "modulo", 0); err != nil {
+		return Header{}, nil, err
+	}
+	r, err := NewReader(&b, d.Name+" generated")
+	if err != nil {
+		return Header{}, nil, err
+	}
+	return r.readAll()
+}
+
+// readAll reads the schedules left.
+func (r *Reader) readAll() (Header, []Schedule, error) {
 	var all []Schedule
 	for {
 		s, err := r.Next()

@@ -296,14 +296,15 @@ func (c *cluster) teardownChecked(t *testing.T) {
 			t.Errorf("teardown left process group %d (%s) alive", g.Pid, g.Path)
 		}
 	}
-	for _, l := range workingIn(t, c.spec.Dir) {
+	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("teardown left %s", l)
 	}
 }
 
-// workingIn lists the live processes whose working directory is dir or under it: what a
-// cluster's servers started, whatever group or session they moved to.
-func workingIn(t *testing.T, dir string) []string {
+// ProcessesUnder lists the live processes whose working directory is dir or under it, or whose
+// command line names a path under it: what a cluster's servers started, whatever group or
+// session they moved to, and a plugin binary kept there.
+func ProcessesUnder(t testing.TB, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
@@ -315,12 +316,12 @@ func workingIn(t *testing.T, dir string) []string {
 		if err != nil || !proc.Alive(pid) {
 			continue
 		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err != nil || (cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator))) {
-			continue
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cmdline := strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) || strings.Contains(cmdline, dir) {
+			left = append(left, fmt.Sprintf("pid %d (%s) in %s", pid, cmdline, cwd))
 		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		left = append(left, fmt.Sprintf("pid %d (%s) working in %s", pid, strings.ReplaceAll(strings.TrimSpace(string(cmdline)), "\x00", " "), cwd))
 	}
 	return left
 }

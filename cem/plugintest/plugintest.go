@@ -417,7 +417,7 @@ func (s *suite) pluginDeath(t *testing.T) {
 			t.Errorf("after the sweep, server %s (pid %d) left processes alive: %v", g.Path, g.Pid, err)
 		}
 	}
-	for _, l := range workingIn(t, c.spec.Dir) {
+	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("after the sweep: %s", l)
 	}
 }

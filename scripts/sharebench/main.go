@@ -233,21 +233,13 @@ func project(o options, d drms.DRM, shared run) error {
 	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	if _, err := schedules.Generate(&b, d, p, "sharebench", 0); err != nil {
-		return err
-	}
-	r, err := schedules.NewReader(&b, "projection")
+	_, all, err := schedules.Generated(d, p)
 	if err != nil {
 		return err
 	}
 	gr := schedules.Grouper{Model: d.Model, Params: p, Max: max(int(total)/(8*o.workers), 16)} // as the executor cuts them
 	var units [][]schedules.Schedule
-	for {
-		s, err := r.Next()
-		if err != nil {
-			break
-		}
+	for _, s := range all {
 		if u := gr.Add(s); u != nil {
 			units = append(units, u)
 		}

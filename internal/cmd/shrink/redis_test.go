@@ -50,29 +50,6 @@ func buildRedisPlugin(t *testing.T) string {
 	return plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
 }
 
-// processesUnder lists the live processes whose command line names a path under dir.
-func processesUnder(t *testing.T, dir string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue // exited meanwhile, or a zombie
-		}
-		if cmdline := strings.ReplaceAll(string(b), "\x00", " "); strings.Contains(cmdline, dir) {
-			left = append(left, e.Name()+": "+cmdline)
-		}
-	}
-	return left
-}
-
 type env struct {
 	dir, campaign string
 	settings      cmdutil.Settings
@@ -85,7 +62,7 @@ func brokenCampaign(t *testing.T) env {
 	pluginDir := buildRedisPlugin(t)
 	dir := t.TempDir()
 	t.Cleanup(func() {
-		if left := processesUnder(t, dir); len(left) > 0 {
+		if left := plugintest.ProcessesUnder(t, dir); len(left) > 0 {
 			t.Errorf("processes left running:\n%s", strings.Join(left, "\n"))
 		}
 	})
