@@ -342,7 +342,7 @@ type Replica struct {
 	// snapshot copied in), and linkedHistory is its source's count when it last linked, so
 	// that a follower of a rewritten replica is relinked.
 	history, linkedHistory int
-	promoted  bool // S/S/R: unlinked to take writes while its source was suspended
+	promoted               bool // S/S/R: unlinked to take writes while its source was suspended
 }
 
 // Addr is "127.0.0.1:port" for the replica's k-th port.
