@@ -109,9 +109,9 @@ func bench(o options) error {
 	plain, shared := runs[0], runs[1]
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "%s ops=%d replicas=%d, %d workers\tschedules\twall\tsteps executed\tclusters started\trestored\tsaved\t\n", o.drm, o.ops, o.replicas, o.workers)
+	fmt.Fprintf(w, "%s ops=%d replicas=%d, %d workers\tschedules\twall\tsteps executed\tclusters started\trestored\t\n", o.drm, o.ops, o.replicas, o.workers)
 	for _, r := range runs {
-		fmt.Fprintf(w, "%s\t%d\t%v\t%d\t%d\t%d\t%d\t\n", r.name, len(r.records), r.wall.Round(time.Second), r.work.Steps, r.work.Starts, r.work.Restores, r.work.Saves)
+		fmt.Fprintf(w, "%s\t%d\t%v\t%d\t%d\t%d\t\n", r.name, len(r.records), r.wall.Round(time.Second), r.work.Steps, r.work.Starts, r.work.Restores)
 	}
 	w.Flush()
 	fmt.Printf("ratio: %.2fx faster with shared prefixes (%.2fx fewer steps)\n",
@@ -148,7 +148,8 @@ func span(rs map[string]results.Record) time.Duration {
 	return last.Sub(first)
 }
 
-// workOf counts the steps executed and the clusters started and restored, from the records.
+// workOf counts the steps executed and the clusters started and restored, from the records
+// (the saves are in the run's last lines).
 func workOf(rs map[string]results.Record) schedules.Work {
 	var w schedules.Work
 	for _, r := range rs {
