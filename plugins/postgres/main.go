@@ -1,0 +1,368 @@
+// Command modulo-plugin-postgres is modulo's PostgreSQL plugin: streaming replication on the
+// crash+link rule set of S/CL/R, as the DRM pgl (S/CL/P) that it declares itself. A crash is a
+// SIGKILL; writes go to a primary; a standby that must take writes is promoted (pg_ctl
+// promote); a server changes its source only by a restart, which the kit makes (kit.Relinker):
+// with the server down, Relink rewinds it onto its new source with pg_rewind, or, when that
+// fails, copies the source afresh with pg_basebackup, and says so. Servers run as the
+// postgres user when the plugin runs as root (PostgreSQL refuses root).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/modulo-testing/modulo/cem/kit"
+)
+
+var about = kit.About{
+	Name: "postgres",
+	Declare: []kit.DRM{{
+		Name: "pgl", Title: "S/CL/P", Rules: "crash-link", System: "PostgreSQL",
+		Summary: "streaming replication: crash and link failures, rejoin by pg_rewind or pg_basebackup",
+		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
+	}},
+	PortsPerReplica: 1,
+}
+
+func main() { kit.Serve(about, &system{}) }
+
+// Config is the [postgres] table.
+type Config struct {
+	// Bin is the directory of PostgreSQL's programs; empty: the newest under
+	// /usr/lib/postgresql, as Debian installs them.
+	Bin string `toml:"bin"`
+	// User runs the servers when the plugin runs as root.
+	User string `toml:"user"`
+}
+
+type system struct {
+	cfg Config
+	bin string
+	// asUser prefixes a command that must run as cfg.User: setpriv, when the plugin is root.
+	asUser []string
+	// primary says which replicas have run as a primary since they last took their source's
+	// history (a base backup, or a rewind that rewound): pg_rewind tells histories apart by
+	// timeline, and two servers that both ran as primaries on one timeline wrote two histories
+	// it cannot tell, so its "no rewind required" is not to be trusted for them.
+	primary map[int]bool
+}
+
+func (s *system) Configure(decode func(any) error) error {
+	s.cfg = Config{User: "postgres"}
+	return decode(&s.cfg)
+}
+
+// binDir finds PostgreSQL's programs.
+func (s *system) binDir() (string, error) {
+	if s.cfg.Bin != "" {
+		return s.cfg.Bin, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin") // the pattern is valid
+	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
+	if len(dirs) == 0 {
+		return "", errors.New("no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql, or set bin")
+	}
+	return dirs[0], nil
+}
+
+func version(dir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return v
+}
+
+func (s *system) Version(ctx context.Context) (string, error) {
+	bin, err := s.binDir()
+	if err != nil {
+		return "", err
+	}
+	out, err := kit.Output(ctx, filepath.Join(bin, "postgres"), "--version") // "postgres (PostgreSQL) 15.18 (Debian ...)"
+	f := strings.Fields(out)
+	if err != nil || len(f) < 3 {
+		return "", fmt.Errorf("postgres --version: %q %v", out, err)
+	}
+	return f[2], nil
+}
+
+func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
+
+// Prepare makes a template data directory once per cluster (initdb, and the table every write
+// goes to) and copies it to every replica: copies of one initdb share a system identifier and
+// a history, so that pg_rewind and pg_basebackup work between them.
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
+	bin, err := s.binDir()
+	if err != nil {
+		return err
+	}
+	s.bin, s.primary = bin, map[int]bool{}
+	var owner *user.User
+	if os.Geteuid() == 0 {
+		if owner, err = user.Lookup(s.cfg.User); err != nil {
+			return fmt.Errorf("user %q, who runs the servers: %w", s.cfg.User, err)
+		}
+		// setpriv's credential change clears the parent-death signal that the kit sets: it sets
+		// it again, so that a server still dies with the plugin.
+		s.asUser = []string{"setpriv", "--reuid=" + owner.Uid, "--regid=" + owner.Gid, "--init-groups", "--pdeathsig=KILL", "--"}
+		// The user must reach the cluster's directory: a test's temporary directory is 0700.
+		for d := c.Spec.Dir; d != "/"; d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
+				if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	template := filepath.Join(c.Spec.Dir, "template")
+	if err := s.own(template, owner); err != nil {
+		return err
+	}
+	if _, err := s.run(ctx, "initdb", "-D", template, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+		return err
+	}
+	conf := strings.Join([]string{
+		"listen_addresses = '127.0.0.1'",
+		"unix_socket_directories = ''",
+		"wal_level = replica",
+		"max_wal_senders = 10",
+		"wal_keep_size = '256MB'",
+		"hot_standby = on",
+		"wal_log_hints = on", // pg_rewind needs it (or data checksums)
+		"logging_collector = off",
+	}, "\n") + "\n"
+	f, err := os.OpenFile(filepath.Join(template, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(conf)
+	if err := errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if err := s.single(ctx, template, "CREATE TABLE kv (k text PRIMARY KEY, v text NOT NULL);"); err != nil {
+		return err
+	}
+	for _, r := range c.Replicas {
+		if err := s.own(r.Dir, owner); err != nil {
+			return err
+		}
+		if _, err := kit.Output(ctx, "cp", "-a", template, dataDir(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// own makes dir and gives it to the servers' user.
+func (s *system) own(dir string, u *user.User) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if u == nil {
+		return nil
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return os.Chown(dir, uid, gid)
+}
+
+// run runs one of PostgreSQL's programs as the servers' user.
+func (s *system) run(ctx context.Context, prog string, args ...string) (string, error) {
+	argv := append(slices.Clone(s.asUser), append([]string{filepath.Join(s.bin, prog)}, args...)...)
+	return kit.Output(ctx, argv[0], argv[1:]...)
+}
+
+// single runs sql in a single-user server on the stopped data directory dir.
+func (s *system) single(ctx context.Context, dir, sql string) error {
+	argv := append(slices.Clone(s.asUser), filepath.Join(s.bin, "postgres"), "--single", "-D", dir, "postgres")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin = strings.NewReader(sql + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("postgres --single: %w: %s", err, out)
+	}
+	return nil
+}
+
+func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	if _, err := os.Stat(filepath.Join(dataDir(r), "standby.signal")); err != nil {
+		s.primary[r.Index] = true
+	}
+	argv := append(slices.Clone(s.asUser), filepath.Join(s.bin, "postgres"), "-D", dataDir(r), "-p", strconv.Itoa(r.Ports[0]))
+	return kit.Command{Path: argv[0], Args: argv[1:]}, nil
+}
+
+// sql runs a statement on r and returns its rows, tab-separated.
+func (s *system) sql(ctx context.Context, r *kit.Replica, stmt string) (string, error) {
+	return kit.Output(ctx, filepath.Join(s.bin, "psql"), "-X", "-h", "127.0.0.1", "-p", strconv.Itoa(r.Ports[0]),
+		"-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t", "-c", stmt)
+}
+
+func quote(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+
+func (s *system) Ready(ctx context.Context, r *kit.Replica) (bool, string, error) {
+	if _, err := s.sql(ctx, r, "SELECT 1"); err != nil {
+		return false, firstLine(err.Error()), nil
+	}
+	return true, "", nil
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	_, err := s.sql(ctx, r, fmt.Sprintf("INSERT INTO kv VALUES (%s, %s) ON CONFLICT (k) DO UPDATE SET v = excluded.v", quote(key), quote(value)))
+	return err
+}
+
+// ReadAll reads every table of r's database: the writes' table, and any other a bug might
+// leave data in, each row under "table/key".
+func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
+	tables, err := s.sql(ctx, r, "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]string{}
+	for _, t := range strings.Fields(tables) {
+		if t != "kv" {
+			data["table/"+t] = "present" // not the plugin's: its presence is what differs
+			continue
+		}
+		rows, err := s.sql(ctx, r, "SELECT k, v FROM kv")
+		if err != nil {
+			return nil, err
+		}
+		for _, line := range strings.Split(strings.TrimSpace(rows), "\n") {
+			if k, v, ok := strings.Cut(line, "\t"); ok {
+				data[k] = v
+			}
+		}
+	}
+	return data, nil
+}
+
+func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (bool, string, error) {
+	for _, r := range online {
+		if ok, seen, _ := s.Ready(ctx, r); !ok {
+			return false, r.Name + ": " + seen, nil
+		}
+	}
+	return true, "", nil
+}
+
+// Follow: a server becomes a standby, or changes its primary, only by a restart.
+func (s *system) Follow(context.Context, *kit.Replica, *kit.Replica) error { return kit.ErrNeedsStop }
+
+// Unfollow promotes a standby, live; a primary follows nobody already.
+func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
+	standby, err := s.sql(ctx, r, "SELECT pg_is_in_recovery()")
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(standby) != "t" {
+		return nil
+	}
+	s.primary[r.Index] = true
+	_, err = s.run(ctx, "pg_ctl", "promote", "-w", "-D", dataDir(r))
+	return err
+}
+
+// Relink prepares r, whose server is down, to start as a standby of src (or as a primary when
+// src is nil): pg_rewind onto src (it first recovers a crashed target itself), or a fresh
+// pg_basebackup of src when the rewind fails; then standby.signal and primary_conninfo.
+func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica) (bool, error) {
+	signal := filepath.Join(dataDir(r), "standby.signal")
+	if src == nil {
+		return false, removeIfExists(signal)
+	}
+	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
+	rewritten := false
+	out, err := s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
+	var fallback string
+	switch {
+	case err == nil && strings.Contains(out, "no rewind required") && s.primary[r.Index]:
+		fallback = fmt.Sprintf("pg_rewind says no rewind is required, but %s ran as a primary since it last took a source's history, perhaps on %s's timeline", r.Name, src.Name)
+	case err == nil && strings.Contains(out, "no rewind required"):
+	case err == nil:
+		rewritten = true
+		s.primary[r.Index] = false
+		c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
+	default:
+		fallback = "pg_rewind failed: " + lastLine(err.Error())
+	}
+	if fallback != "" {
+		c.Record(r, "%s: fresh pg_basebackup of %s", fallback, src.Name)
+		if err := os.RemoveAll(dataDir(r)); err != nil {
+			return false, err
+		}
+		if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(r), "-d", conn, "-X", "stream", "--no-sync"); err != nil {
+			return false, err
+		}
+		rewritten = true
+		s.primary[r.Index] = false
+	}
+	if err := appendOwned(r, "standby.signal", ""); err != nil {
+		return false, err
+	}
+	return rewritten, appendOwned(r, "postgresql.auto.conf", fmt.Sprintf("primary_conninfo = %s\n", quote(conn+" application_name="+r.Name)))
+}
+
+// appendOwned appends text to the file name of r's data directory, which a later line of a
+// configuration file overrides, and gives the file to the data directory's owner: the server
+// (and a base backup taken from it) must read it.
+func appendOwned(r *kit.Replica, name, text string) error {
+	path := filepath.Join(dataDir(r), name)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if err := errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dataDir(r))
+	if err != nil {
+		return err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return os.Chown(path, int(st.Uid), int(st.Gid))
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// InSync asks src, the sender, whether r's WAL receiver streams and has replayed all src has:
+// a receiver says "streaming" before replication has really started.
+func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string, error) {
+	out, err := s.sql(ctx, src, fmt.Sprintf(`SELECT state, replay_lsn >= (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)
+		FROM pg_stat_replication WHERE application_name = %s`, quote(r.Name)))
+	if err != nil {
+		return false, firstLine(err.Error()), nil
+	}
+	out = strings.TrimSpace(out)
+	return out == "streaming\tt", fmt.Sprintf("%s sees %s as %q", src.Name, r.Name, out), nil
+}
+
+// CopySnapshot replaces the data of the crashed replica to with a base backup of from, which
+// starts as a primary.
+func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) error {
+	if err := os.RemoveAll(dataDir(to)); err != nil {
+		return err
+	}
+	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", from.Ports[0])
+	_, err := s.run(ctx, "pg_basebackup", "-D", dataDir(to), "-d", conn, "-X", "stream", "--no-sync")
+	return err
+}
