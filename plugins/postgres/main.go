@@ -281,9 +281,18 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 	}
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
 	rewritten := false
-	out, err := s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
-	var fallback string
+	// A rewound server replays the source's WAL from the last common checkpoint, which a
+	// standby may not hold (its WAL begins where its own copy began): pg_rewind's documented
+	// limit. Onto a standby, copy afresh.
+	var out, fallback string
+	standby, err := s.sql(ctx, src, "SELECT pg_is_in_recovery()")
+	if err == nil && strings.TrimSpace(standby) == "t" {
+		fallback = fmt.Sprintf("%s is a standby, whose WAL may not reach back to where %s's history parts from it", src.Name, r.Name)
+	} else {
+		out, err = s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
+	}
 	switch {
+	case fallback != "":
 	case err == nil && strings.Contains(out, "no rewind required") && s.primary[r.Index]:
 		fallback = fmt.Sprintf("pg_rewind says no rewind is required, but %s ran as a primary since it last took a source's history, perhaps on %s's timeline", r.Name, src.Name)
 	case err == nil && strings.Contains(out, "no rewind required"):
