@@ -277,7 +277,10 @@ func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica) (bool, error) {
 	signal := filepath.Join(dataDir(r), "standby.signal")
 	if src == nil {
-		return false, removeIfExists(signal)
+		if err := os.Remove(signal); !errors.Is(err, os.ErrNotExist) {
+			return false, err
+		}
+		return false, nil
 	}
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
 	rewritten := false
@@ -339,13 +342,6 @@ func appendOwned(r *kit.Replica, name, text string) error {
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	return os.Chown(path, int(st.Uid), int(st.Gid))
-}
-
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }
 
 func lastLine(s string) string {
