@@ -3,6 +3,7 @@ package executor_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,7 +233,8 @@ func TestRedisPluginDies(t *testing.T) {
 				continue
 			}
 			for _, p := range plugintest.ProcessesUnder(t, pluginDir) {
-				pid, _ := strconv.Atoi(p[:strings.IndexByte(p, ':')])
+				var pid int
+				fmt.Sscanf(p, "pid %d", &pid) // ProcessesUnder's lines start so
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					killed <- p
 					return
