@@ -18,9 +18,9 @@ func TestConformance(t *testing.T) {
 	for _, n := range []int{2, 3} {
 		t.Run(map[int]string{2: "two", 3: "three"}[n], func(t *testing.T) {
 			plugintest.Run(t, plugintest.Config{
-				DRM:    "pgl",
-				Params: aem.Params{Ops: 1, Replicas: n},
-				New:    func() cem.CEM { return kit.New(about, &system{}) },
+				DRM:         "pgl",
+				Params:      aem.Params{Ops: 1, Replicas: n},
+				New:         func() cem.CEM { return kit.New(about, &system{}) },
 				Binary:      bin,
 				StepTimeout: cem.DefaultStepTimeout,
 			})
