@@ -36,15 +36,23 @@ func TestInfo(t *testing.T) {
 // oneLine fails the test unless err is a single line containing every part.
 func oneLine(t *testing.T, err error, parts ...string) {
 	t.Helper()
+	headLine(t, err, "", parts...)
+}
+
+// headLine checks that err's first line names every part, and that what follows it, if
+// anything, is the indented quote that holds quoted: a server's log, a command's output.
+func headLine(t *testing.T, err error, quoted string, parts ...string) {
+	t.Helper()
 	if err == nil {
 		t.Fatalf("no error, want one naming %q", parts)
 	}
-	if strings.Contains(err.Error(), "\n") {
-		t.Errorf("error spans lines: %q", err)
+	head, rest, _ := strings.Cut(err.Error(), "\n")
+	if quoted == "" && rest != "" || quoted != "" && (!strings.HasPrefix(rest, "  ") || !strings.Contains(rest, quoted)) {
+		t.Errorf("error %q: want one line, then a quote holding %q", err, quoted)
 	}
 	for _, p := range parts {
-		if !strings.Contains(err.Error(), p) {
-			t.Errorf("error %q does not name %q", err, p)
+		if !strings.Contains(head, p) {
+			t.Errorf("error %q does not name %q in its first line", err, p)
 		}
 	}
 }
@@ -84,7 +92,7 @@ func TestServerExitsAtStart(t *testing.T) {
 	spec := testSpec(t, "sclr", 1, 2, "server = "+strconv.Quote(server))
 	p := newPlugin()
 	err := p.Start(context.Background(), spec)
-	oneLine(t, err, "redis-0", "exited unexpectedly", "FATAL CONFIG FILE ERROR")
+	headLine(t, err, "FATAL CONFIG FILE ERROR", "redis-0", "exited unexpectedly", "the last lines of its log")
 	if err := p.Teardown(context.Background()); err != nil {
 		t.Errorf("Teardown after a failed Start: %v", err)
 	}
@@ -115,7 +123,7 @@ func TestServerVersion(t *testing.T) {
 		config string
 		want   []string
 	}{
-		{"no version", "/bin/false", "", []string{"/bin/false --version: exit status 1"}},
+		{"no version", "/bin/false", "", []string{"/bin/false --version: exit status 1; its output:"}},
 		{"not redis", "/bin/echo", "", []string{"/bin/echo --version printed", "which names no version"}},
 		{"too old", fakeServer(t, "2.6.17", "exit 1"), "", []string{"redis-server 2.6.17 is too old: the plugin needs 2.8.0 or later"}},
 		{"diskless on 2.8.0", fakeServer(t, "2.8.0", "exit 1"), "repl_diskless_sync = true",
@@ -125,7 +133,11 @@ func TestServerVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := testSpec(t, "slr", 1, 3, "server = "+strconv.Quote(tt.server)+"\n"+tt.config)
 			p := newPlugin()
-			oneLine(t, p.Start(context.Background(), spec), tt.want...)
+			quote := ""
+			if tt.server == "/bin/false" {
+				quote = "false (GNU coreutils)"
+			}
+			headLine(t, p.Start(context.Background(), spec), quote, tt.want...)
 			if err := p.Teardown(context.Background()); err != nil {
 				t.Error(err)
 			}
