@@ -273,7 +273,8 @@ func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 
 // Relink prepares r, whose server is down, to start as a standby of src (or as a primary when
 // src is nil): pg_rewind onto src (it first recovers a crashed target itself), or a fresh
-// pg_basebackup of src when the rewind fails; then standby.signal and primary_conninfo.
+// pg_basebackup of src when the rewind fails or cannot be trusted; then standby.signal and
+// primary_conninfo.
 func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica) (bool, error) {
 	signal := filepath.Join(dataDir(r), "standby.signal")
 	if src == nil {
@@ -284,15 +285,10 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 	}
 	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
 	rewritten := false
-	// A rewound server replays the source's WAL from the last common checkpoint, which a
-	// standby may not hold (its WAL begins where its own copy began): pg_rewind's documented
-	// limit. Onto a standby, copy afresh.
-	var out, fallback string
-	standby, err := s.sql(ctx, src, "SELECT pg_is_in_recovery()")
-	if err == nil && strings.TrimSpace(standby) == "t" {
-		fallback = fmt.Sprintf("%s is a standby, whose WAL may not reach back to where %s's history parts from it", src.Name, r.Name)
-	} else {
-		out, err = s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
+	out, err := s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
+	var fallback string
+	if err == nil {
+		fallback = s.walMissing(ctx, r, src, out)
 	}
 	switch {
 	case fallback != "":
@@ -321,6 +317,33 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 		return false, err
 	}
 	return rewritten, appendOwned(r, "postgresql.auto.conf", fmt.Sprintf("primary_conninfo = %s\n", quote(conn+" application_name="+r.Name)))
+}
+
+// walMissing says why the rewound r could not start, when src no longer holds the WAL from
+// the last common checkpoint on, which r replays from src: pg_rewind's documented limit, met
+// when src's history was itself copied afresh (its WAL begins where its copy began).
+func (s *system) walMissing(ctx context.Context, r, src *kit.Replica, rewind string) string {
+	var hi, lo uint64
+	i := strings.Index(rewind, "last common checkpoint at ")
+	if i < 0 {
+		return ""
+	}
+	if _, err := fmt.Sscanf(rewind[i+len("last common checkpoint at "):], "%X/%X", &hi, &lo); err != nil {
+		return ""
+	}
+	need := (hi<<32 | lo) >> 24 // 16 MiB segments
+	names, err := s.sql(ctx, src, "SELECT name FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'")
+	if err != nil {
+		return "the WAL " + src.Name + " holds cannot be listed: " + firstLine(err.Error())
+	}
+	for _, n := range strings.Fields(names) {
+		seg, err := strconv.ParseUint(n[8:16], 16, 64)
+		low, err2 := strconv.ParseUint(n[16:24], 16, 64)
+		if err == nil && err2 == nil && seg<<8|low <= need {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s no longer holds the WAL from the last common checkpoint (%X/%X), which %s would replay from it", src.Name, hi, lo, r.Name)
 }
 
 // appendOwned appends text to the file name of r's data directory, which a later line of a
