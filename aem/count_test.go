@@ -77,3 +77,30 @@ func (c leafCounter) Leaf() error {
 	*c.n++
 	return nil
 }
+
+// TestTake: Take follows a schedule as the graph does, the model's own transition and the
+// step count included, and refuses a step the state does not enable.
+func TestTake(t *testing.T) {
+	p := Params{Ops: 1, Replicas: 2}
+	g, err := NewGraph(SCLR, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := g.Root()
+	s := n.State
+	for len(g.Out(n)) > 0 {
+		e := g.Out(n)[len(g.Out(n))-1]
+		text, err := ParseTransition(e.T.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, next, ok := Take(SCLR, p, &s, &text)
+		if !ok || !Equal(&own, &e.T) || own.From != e.T.From || next.String() != e.To.State.String() || next.Steps != e.To.State.Steps {
+			t.Fatalf("Take(%s) from %s = %v %s %v; the graph goes to %s", text.String(), s.String(), own, next.String(), ok, e.To.State.String())
+		}
+		if _, _, ok := Take(SCLR, p, &next, &text); ok && len(g.Out(e.To)) == 0 {
+			t.Errorf("Take enabled %s after the schedule's end", text.String())
+		}
+		n, s = e.To, next
+	}
+}

@@ -209,6 +209,20 @@ func Equal(a, b *Transition) bool {
 		slices.Equal(a.Group, b.Group) && slices.Equal(a.Sources, b.Sources) && slices.Equal(a.Failures, b.Failures)
 }
 
+// Take takes the step that t names from state s: it returns the model's own transition (with
+// what t's text leaves out, such as an offline resync's From) and the state after it, the step
+// counted; false when m does not enable t in s.
+func Take(m Model, p Params, s *State, t *Transition) (Transition, State, bool) {
+	enabled := m.Next(p, s, nil)
+	k := slices.IndexFunc(enabled, func(e Transition) bool { return Equal(&e, t) })
+	if k < 0 {
+		return Transition{}, State{}, false
+	}
+	next := m.Apply(p, s, &enabled[k])
+	next.Steps = s.Steps + 1
+	return enabled[k], next, true
+}
+
 // Unrank returns the k-th schedule (from 0) of the graph in the order of Walk, without
 // enumerating those before it: at each state it descends into the edge whose subtree holds
 // the k-th path, by the counts of Count.

@@ -693,12 +693,11 @@ type judge struct {
 
 // step takes the model's transition that t names, and the writes the step reported.
 func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
-	enabled := j.model.Next(j.params, &j.state, nil)
-	k := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, t) })
-	if k < 0 {
+	_, next, ok := aem.Take(j.model, j.params, &j.state, t)
+	if !ok {
 		return fmt.Errorf("not enabled in the model's state %s", j.state.String())
 	}
-	j.state = j.model.Apply(j.params, &j.state, &enabled[k])
+	j.state = next
 	j.writes = append(j.writes, report.Writes...)
 	return nil
 }

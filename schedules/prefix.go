@@ -1,8 +1,6 @@
 package schedules
 
 import (
-	"slices"
-
 	"github.com/modulo-testing/modulo/aem"
 )
 
@@ -15,12 +13,11 @@ func RestorePoints(m aem.Model, p aem.Params, steps []aem.Transition) []int {
 	var points []int
 	s := m.Init(p)
 	for i := range steps[:max(len(steps)-1, 0)] {
-		enabled := m.Next(p, &s, nil)
-		j := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &steps[i]) })
-		if j < 0 {
+		_, next, ok := aem.Take(m, p, &s, &steps[i])
+		if !ok {
 			break
 		}
-		s = m.Apply(p, &s, &enabled[j])
+		s = next
 		if aem.AllDown(m, &s) {
 			points = append(points, i+1)
 		}

@@ -426,17 +426,16 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	if err != nil {
 		return cem.StepReport{}, p.errorf(what, err)
 	}
-	enabled := p.model.Next(p.params, &p.state, nil)
-	k := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &t) })
-	if k < 0 {
+	own, next, ok := aem.Take(p.model, p.params, &p.state, &t)
+	if !ok {
 		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
 	}
 	p.step, p.actions, p.writes = step.Index, nil, nil
-	err = p.apply(ctx, &enabled[k]) // the model's own, with what the text leaves implicit
+	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
 	report := cem.StepReport{Writes: p.writes}
 	if err == nil {
 		report.Observations = p.observe(ctx)
-		if enabled[k].Kind == aem.Convergence {
+		if own.Kind == aem.Convergence {
 			report.Alarms = p.selfCheck(ctx)
 		}
 	}
@@ -450,7 +449,8 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	return report, nil
 }
 
-func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
+// apply realises t, which leads from p.state to next.
+func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
 	for _, r := range p.c.Replicas {
 		if r.proc != nil && !r.proc.Running() {
 			return p.exitedError(r)
@@ -459,15 +459,13 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition) error {
 	if err := p.eng.check(); err != nil {
 		return fmt.Errorf("realisation out of step with the model (%s): %w", p.state, err)
 	}
-	next := p.model.Apply(p.params, &p.state, t)
-	next.Steps = p.state.Steps + 1
 	if t.Kind == aem.Divergence {
 		p.divergences++
 	}
-	if err := p.eng.apply(ctx, t, &next); err != nil {
+	if err := p.eng.apply(ctx, t, next); err != nil {
 		return err
 	}
-	p.state = next
+	p.state = *next
 	switch {
 	case p.brk == BreakLeaveBehind && p.last(&p.state):
 		return p.eng.leaveBehind(ctx)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
@@ -131,13 +130,10 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 		if err != nil {
 			return res, fmt.Errorf("step %d: %w", i+1, err)
 		}
-		enabled := p.model.Next(p.params, &state, nil)
-		j := slices.IndexFunc(enabled, func(e aem.Transition) bool { return aem.Equal(&e, &t) })
-		if j < 0 {
+		_, next, ok := aem.Take(p.model, p.params, &state, &t)
+		if !ok {
 			return res, fmt.Errorf("step %d: %s is not enabled in state %s", i+1, text, state.String())
 		}
-		next := p.model.Apply(p.params, &state, &enabled[j])
-		next.Steps = state.Steps + 1
 		state = next
 	}
 	if !aem.AllDown(p.model, &state) {
