@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/drms"
 )
 
 // ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
@@ -47,6 +50,12 @@ type DRMSpec struct {
 	// values the plugin's author has run (empty: the default only).
 	Ops, Replicas           int
 	OpsRange, ReplicasRange []int
+}
+
+// DRM is the DRM that plugin declares with d, checked as drms.Declare checks it.
+func (d DRMSpec) DRM(plugin string) (drms.DRM, error) {
+	return drms.Declare(plugin, d.Name, d.Title, d.Rules, d.System, d.Summary,
+		aem.Params{Ops: d.Ops, Replicas: d.Replicas}, d.OpsRange, d.ReplicasRange)
 }
 
 // Info describes a plugin and the server binary it drives.

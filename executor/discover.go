@@ -8,11 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 )
@@ -126,8 +124,7 @@ func (c *Catalogue) Declared() ([]drms.DRM, error) {
 			continue
 		}
 		for _, spec := range f.Info.Capabilities.Declared {
-			d, err := drms.Declare(f.Info.Name, spec.Name, spec.Title, spec.Rules, spec.System, spec.Summary,
-				aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}, spec.OpsRange, spec.ReplicasRange)
+			d, err := spec.DRM(f.Info.Name)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", f.Path, err))
 				continue
@@ -142,10 +139,4 @@ func (c *Catalogue) Declared() ([]drms.DRM, error) {
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// DeclaredLine is one line on a declared DRM, for listings.
-func DeclaredLine(d drms.DRM) string {
-	return fmt.Sprintf("%s (%s on %s, %s rules; defaults ops %d, replicas %d): %s",
-		d.Name, d.Title, d.System, d.Model.Rules(), d.Defaults.Ops, d.Defaults.Replicas, strings.TrimSpace(d.Summary))
 }

@@ -121,17 +121,11 @@ func New(about About, sys System) *Plugin {
 		p.aboutErr = fmt.Errorf("plugin %q: About needs a name, DRMs (or declared ones) and at least one port per replica", about.Name)
 	}
 	for _, d := range about.Declare {
-		if _, err := declared(about.Name, d); err != nil {
+		if _, err := d.DRM(about.Name); err != nil {
 			p.aboutErr = err
 		}
 	}
 	return p
-}
-
-// declared is the DRM that spec declares for plugin.
-func declared(plugin string, spec cem.DRMSpec) (drms.DRM, error) {
-	return drms.Declare(plugin, spec.Name, spec.Title, spec.Rules, spec.System, spec.Summary,
-		aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}, spec.OpsRange, spec.ReplicasRange)
 }
 
 // drm finds the DRM named name: one the plugin declares, or one of the catalogue's that it
@@ -139,7 +133,7 @@ func declared(plugin string, spec cem.DRMSpec) (drms.DRM, error) {
 func (p *Plugin) drm(name string) (drms.DRM, error) {
 	for _, spec := range p.about.Declare {
 		if strings.EqualFold(spec.Name, name) || strings.EqualFold(spec.Title, name) {
-			return declared(p.about.Name, spec)
+			return spec.DRM(p.about.Name)
 		}
 	}
 	d, err := drms.Lookup(name)

@@ -143,8 +143,7 @@ func Run(t *testing.T, cfg Config) {
 func (s *suite) lookup(name string) (drms.DRM, error) {
 	for _, spec := range s.info.Capabilities.Declared {
 		if strings.EqualFold(spec.Name, name) {
-			return drms.Declare(s.info.Name, spec.Name, spec.Title, spec.Rules, spec.System, spec.Summary,
-				aem.Params{Ops: spec.Ops, Replicas: spec.Replicas}, spec.OpsRange, spec.ReplicasRange)
+			return spec.DRM(s.info.Name)
 		}
 	}
 	return drms.Lookup(name)

@@ -81,7 +81,8 @@ func Run(opts *Options) error {
 	if len(declared) > 0 {
 		fmt.Fprintln(opts.Out, "\nDRMs that plugins declare:")
 		for _, d := range declared {
-			fmt.Fprintf(opts.Out, "  %s\n", executor.DeclaredLine(d))
+			fmt.Fprintf(opts.Out, "  %s (%s on %s, %s rules; defaults ops %d, replicas %d): %s\n",
+				d.Name, d.Title, d.System, d.Model.Rules(), d.Defaults.Ops, d.Defaults.Replicas, strings.TrimSpace(d.Summary))
 		}
 	}
 	fmt.Fprintf(opts.Out, "\nbuilt-in DRMs: %s\n", strings.Join(drms.Names(), ", "))
