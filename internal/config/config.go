@@ -121,8 +121,14 @@ func Parse(data []byte, name string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", name, err)
 	}
-	drms.AddPluginDir(c.PluginDir) // its plugins' tables are known
-	plugins := PluginNames()
+	drms.AddPluginDir(c.PluginDir) // its plugins' DRMs and tables are known
+	// The built-in plugins' tables need no plugin started; another table may be the table of a
+	// plugin that declares its DRM, which only asking the plugins found tells.
+	plugins := pluginNames(drms.Builtin())
+	if slices.ContainsFunc(md.Undecoded(), func(k toml.Key) bool { return !slices.Contains(plugins, k[0]) }) {
+		all, _ := drms.All() // a plugin that cannot say what it declares has no table; its DRM's lookup says why
+		plugins = pluginNames(all)
+	}
 	// The plugin tables are the plugins' to check: only keys outside them are unknown here.
 	for _, k := range md.Undecoded() {
 		if !slices.Contains(plugins, k[0]) {
@@ -181,12 +187,10 @@ func settingKeys() []string {
 	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral, keyShare, keyShareBudget}
 }
 
-// PluginNames lists, sorted, the plugins that the DRM catalogue names and that declare DRMs of
-// their own: the tables a file may hold.
-func PluginNames() []string {
+// pluginNames lists, sorted, the plugins that realise ds: the tables a file may hold.
+func pluginNames(ds []drms.DRM) []string {
 	var ns []string
-	all, _ := drms.All() // a plugin that cannot say what it declares has no table; its DRM's lookup says why
-	for _, d := range all {
+	for _, d := range ds {
 		if !slices.Contains(ns, d.Plugin) {
 			ns = append(ns, d.Plugin)
 		}
