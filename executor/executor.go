@@ -232,9 +232,9 @@ type run struct {
 // cut so that each worker gets about eight units, of at least minUnit schedules), one by one
 // otherwise.
 func (r *run) feed(ctx context.Context, jobs chan<- []schedules.Schedule) error {
-	g := schedules.Grouper{Model: r.c.Header.DRM.Model, Params: r.c.Header.Params, Max: 1}
+	var g *schedules.Grouper
 	if r.c.sharing() {
-		g.Max = max(int(r.c.Total/uint64(8*r.c.Workers)), minUnit)
+		g = &schedules.Grouper{Model: r.c.Header.DRM.Model, Params: r.c.Header.Params, Max: max(int(r.c.Total/uint64(8*r.c.Workers)), minUnit)}
 	}
 	send := func(unit []schedules.Schedule) bool {
 		if len(unit) == 0 {
@@ -250,7 +250,9 @@ func (r *run) feed(ctx context.Context, jobs chan<- []schedules.Schedule) error 
 	for {
 		s, err := r.c.Next()
 		if errors.Is(err, io.EOF) {
-			send(g.Flush())
+			if g != nil {
+				send(g.Flush())
+			}
 			return nil
 		}
 		if err != nil {
@@ -260,13 +262,11 @@ func (r *run) feed(ctx context.Context, jobs chan<- []schedules.Schedule) error 
 			r.count(v, true, schedules.Work{})
 			continue
 		}
-		if !r.c.sharing() {
-			if !send([]schedules.Schedule{s}) {
-				return nil
-			}
-			continue
+		unit := []schedules.Schedule{s}
+		if g != nil {
+			unit = g.Add(s)
 		}
-		if !send(g.Add(s)) {
+		if !send(unit) {
 			return nil
 		}
 	}
@@ -279,12 +279,7 @@ func (r *run) count(v oracle.Verdict, skipped bool, w schedules.Work) {
 	if skipped {
 		r.summary.Skipped++
 	}
-	sw := &r.summary.Work
-	sw.Schedules += w.Schedules
-	sw.Steps += w.Steps
-	sw.Starts += w.Starts
-	sw.Restores += w.Restores
-	sw.Saves += w.Saves
+	r.summary.Work.Add(w)
 	if r.c.Progress != nil {
 		r.c.Progress(r.summary)
 	}

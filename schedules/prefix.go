@@ -158,6 +158,15 @@ type Work struct {
 	Saves     int
 }
 
+// Add adds o's counts to w's.
+func (w *Work) Add(o Work) {
+	w.Schedules += o.Schedules
+	w.Steps += o.Steps
+	w.Starts += o.Starts
+	w.Restores += o.Restores
+	w.Saves += o.Saves
+}
+
 // Plan counts the work of one worker that runs units in turn, sharing prefixes with Sharer
 // when share is set, when nothing fails early: what the executor does with one worker, and
 // with several as long as each keeps taking the unit after its last. Without sharing a
