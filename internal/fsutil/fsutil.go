@@ -5,7 +5,6 @@
 package fsutil
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -229,14 +228,13 @@ func digestFile(h hash.Hash, path string, size int64) (int64, error) {
 		}
 	}
 	buf := make([]byte, block)
-	zero := make([]byte, block)
 	for _, s := range segs {
 		zeros += s.off - at
 		r := io.NewSectionReader(f, s.off, s.n)
 		for {
 			n, err := io.ReadFull(r, buf)
 			if n > 0 {
-				if bytes.Equal(buf[:n], zero[:n]) {
+				if allZero(buf[:n]) {
 					zeros += int64(n)
 				} else {
 					flush()
