@@ -58,8 +58,13 @@ type Campaign struct {
 	ServerVersion  string    `json:"server_version"`
 	Modulo         string    `json:"modulo"`
 	Started        time.Time `json:"started"`
-	// Schedules is how many schedules the schedule file holds: the campaign's total.
+	// Schedules is the campaign's total: how many schedules the schedule file holds, or, for
+	// a shard, how many of them are the shard's.
 	Schedules uint64 `json:"schedules,omitempty"`
+	// Shard, for a campaign of one shard of its file, says which.
+	Shard *ShardOf `json:"shard,omitempty"`
+	// Merged, for a campaign merged from shards, says from which.
+	Merged *Merged `json:"merged,omitempty"`
 	// PluginConfig is the plugin's table of the configuration, as TOML, so that a replay
 	// realises the schedules as the campaign did.
 	PluginConfig string `json:"plugin_config,omitempty"`
@@ -159,8 +164,11 @@ func Open(dir string, c Campaign) (*Store, error) {
 	case configDiffers(prev, c) != "":
 		return nil, fmt.Errorf("%s: %w: it ran with %s; run with the campaign's configuration, or choose another results directory",
 			dir, ErrOtherCampaign, configDiffers(prev, c))
+	case shardDiffers(prev.Shard, c.Shard) != "":
+		return nil, fmt.Errorf("%s: %w: it ran %s, not %s; choose another results directory",
+			dir, ErrOtherCampaign, shardDiffers(prev.Shard, c.Shard), shardDiffers(c.Shard, prev.Shard))
 	default:
-		c.Resumed, c.Started = c.Started, prev.Started
+		c.Resumed, c.Started, c.Merged = c.Started, prev.Started, prev.Merged
 	}
 
 	recordsPath := filepath.Join(dir, RecordsFile)
@@ -228,6 +236,20 @@ func configDiffers(prev, c Campaign) string {
 		return fmt.Sprintf("check = %q, not %q", prevCheck, c.Check)
 	}
 	return ""
+}
+
+// shardDiffers describes shard a when it is not shard b: "shard 2/4 (partition V)" or "the
+// whole schedule file"; "" when they are the same.
+func shardDiffers(a, b *ShardOf) string {
+	switch {
+	case a == nil && b == nil:
+		return ""
+	case a == nil:
+		return "the whole schedule file"
+	case b != nil && a.Shard == b.Shard && a.Partition == b.Partition:
+		return ""
+	}
+	return fmt.Sprintf("shard %s (partition %s)", a.Shard, a.Partition)
 }
 
 // changedModel explains, for a DRM whose model changed (drms.DRM.Changed), why a file

@@ -96,10 +96,14 @@ func ReadSummary(dir string) (*Summary, error) {
 // FlakyLabel is what the results call a failure that its latest replay did not reproduce.
 const FlakyLabel = "flaky"
 
-// Flaky tells that schedule id did not pass, yet its latest replay never reproduced that.
+// Flaky tells that schedule id did not pass, yet its latest replay never reproduced that, or,
+// when it was not replayed, that another shard's run of it passed.
 func (s *Summary) Flaky(id string) bool {
-	r, ok := s.Reproductions[id]
-	return ok && r.Flaky()
+	if r, ok := s.Reproductions[id]; ok {
+		return r.Flaky()
+	}
+	m := s.Campaign.Merged
+	return m != nil && m.Flaky[id] != ""
 }
 
 // Label is what the results call a record: its verdict, or "flaky" for a non-pass that its
@@ -200,6 +204,12 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if cfg := OneLine(c.PluginConfig); cfg != "" {
 		fmt.Fprintf(tw, "\tplugin config: %s\n", cfg)
 	}
+	if sh := c.Shard; sh != nil {
+		fmt.Fprintf(tw, "shard\t%s: schedules %d to %d of the file's %d\n", sh.Shard, sh.First+1, sh.First+int(c.Schedules), sh.FileSchedules)
+	}
+	if m := c.Merged; m != nil {
+		fmt.Fprintf(tw, "merged\t%s\n", m.Describe())
+	}
 	done := s.Done()
 	fmt.Fprintf(tw, "done\t%d of %d schedules (%s)\n", done, s.Total, share(done, s.Total))
 	check := string(c.Check)
@@ -257,6 +267,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		}
 		if r.Restored != nil {
 			detail += fmt.Sprintf(" [steps 1-%d restored from %s's run]", r.Restored.Steps, r.Restored.From)
+		}
+		if m := c.Merged; m != nil && m.Flaky[r.ID] != "" {
+			detail += " [recorded twice: " + m.Flaky[r.ID] + "]"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
 	}

@@ -256,3 +256,17 @@ func digestFile(h hash.Hash, path string, size int64) (int64, error) {
 	fmt.Fprintf(h, "\n")
 	return data, nil
 }
+
+// FileSHA256 returns the SHA-256 of the file at path, in hex.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/modulo-testing/modulo/internal/cmd/results/merge"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/results"
@@ -23,7 +24,7 @@ type Options struct {
 // NewCmd returns the results command; runF replaces Run in tests.
 func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Out: out}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "results [DIR]",
 		Short: "Summarise a campaign: verdicts, progress, time per schedule, every non-pass",
 		Long: `Summarise the campaign whose results are in DIR: what ran (DRM, parameters, plugin and
@@ -38,7 +39,9 @@ bug until it fails again. An error verdict is a fault of the harness and does no
 done: the next 'modulo run' retries it.
 
 DIR defaults to ` + config.Default().ResultsDir + `; a directory holding several campaigns' directories
-summarises each.`,
+summarises each.
+
+'modulo results merge' makes one campaign directory of the shards' (modulo run --shard).`,
 		Example: `  modulo results modulo-results/slr
   modulo results`,
 		Args: cobra.MaximumNArgs(1),
@@ -53,6 +56,8 @@ summarises each.`,
 			return Run(opts)
 		},
 	}
+	cmd.AddCommand(merge.NewCmd(out, nil))
+	return cmd
 }
 
 // Run prints the summary of the campaign in opts.Dir, or of every campaign under it.

@@ -4,8 +4,6 @@ package run
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +24,7 @@ import (
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
@@ -52,6 +51,11 @@ type Options struct {
 	Order string
 	// Trace keeps the actions of every schedule that passes, in <results>/traces.
 	Trace bool
+	// Shard is "K/N" to run only shard K of N of the file; ShardCount is N for an engine's
+	// task index. Without either, an engine's environment (Getenv) may name the shard.
+	Shard      string
+	ShardCount int
+	Getenv     func(string) string // os.Getenv when nil
 
 	config.Overrides
 }
@@ -118,6 +122,21 @@ schedules recorded with the same DRM, plugin and server versions are skipped, bu
 kept). A campaign is one configuration: resuming it with another server, plugin table, preset
 or --check is refused. Ctrl-C stops cleanly; schedules it cut short are run by the next run.
 
+A campaign too large for one machine runs in shards, one per machine or task: --shard K/N runs
+only the K-th of N parts of the file (K from 1). The parts are a pure function of the file and
+N (the same on every machine), of equal expected work (steps, and a start per cluster), and
+keep schedules that share a prefix together wherever that costs less than the imbalance it
+avoids. Without --shard, the engine's environment names the shard, and the run says which
+it used:
+
+  Slurm array job          shard SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (+1) of
+                           SLURM_ARRAY_TASK_COUNT; the array must have no gaps (--array=0-15)
+  Kubernetes Indexed Job   shard JOB_COMPLETION_INDEX (+1) of --shard-count N, or of
+                           MODULO_SHARD_COUNT (set it to the Job's completions)
+
+A shard's results go to <results_dir>/<file name>.shard-K-of-N, recording the shard; running
+the shard again resumes it. 'modulo results merge' makes one campaign of the shards.
+
 The plugin binary, modulo-plugin-<name>, is looked up in plugin_dir, next to modulo, then on
 $PATH. Settings come from --config FILE, in TOML, with flags overriding it; every key has
 a default:
@@ -140,7 +159,8 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 		Example: `  modulo gen --drm ssr --ops 1 --replicas 3 -o ssr.sched
   modulo run ssr.sched --workers 2
   modulo run ssr.sched --ids 9e00953181d87464,3f9a0c2d41b7e6a1
-  modulo run ssr.sched --retry incomplete`,
+  modulo run ssr.sched --retry incomplete
+  modulo run ssr.sched --shard 2/4 --base-port 21000   # the second quarter of the file`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]
@@ -193,6 +213,8 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.StringSliceVar(&opts.Retry, "retry", nil, "run again the schedules whose recorded verdict is one of these `VERDICTS` (incomplete, fail, pass), appending new records; errors always run again")
 	f.BoolVar(&opts.Trace, "trace", false, "keep the actions of every schedule that passes too, in <campaign>/traces/<ID>.txt (a failure folder has them always)")
 	f.BoolVar(&share, "share-prefixes", true, "restore a cluster saved after a prefix that schedules share instead of replaying it, where the plugin can (--share-prefixes=false: every schedule from scratch)")
+	f.StringVar(&opts.Shard, "shard", "", "run only shard `K/N` of the file, K from 1 (default: the shard a Slurm array task or Kubernetes Indexed Job names, else the whole file)")
+	f.IntVar(&opts.ShardCount, "shard-count", 0, "the number `N` of shards, for an engine's task index without a count (JOB_COMPLETION_INDEX; default $MODULO_SHARD_COUNT)")
 	f.StringVar(&check, "check", "", "when to judge: every-convergence (after every convergence step and at the end; the default) or end (at the end only, as the Modulo paper did)")
 	return cmd
 }
@@ -235,12 +257,31 @@ func Run(opts *Options) error {
 	if order != OrderFile && order != OrderCoverage {
 		return cmdutil.Usagef("--order must be %s or %s, not %q", OrderFile, OrderCoverage, order)
 	}
-	if len(opts.IDs) == 0 && order == OrderFile { // otherwise selectSchedules reads the whole file
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	shard, shardSource, err := shardOf(opts.Shard, opts.ShardCount, getenv)
+	if err != nil {
+		return cmdutil.Usage(err)
+	}
+	var shardInfo *results.ShardOf
+	var part *schedules.Range
+	switch {
+	case shard != nil && len(opts.IDs) > 0:
+		return cmdutil.Usage(errShardWithIDs)
+	case shard != nil: // the partition reads, and so checks, the whole file
+		rg, fileCount, err := shardRange(opts.File, *shard)
+		if err != nil {
+			return cmdutil.Usage(err)
+		}
+		part, shardInfo = &rg, shardOfCampaign(*shard, rg, fileCount)
+	case len(opts.IDs) == 0 && order == OrderFile: // otherwise selectSchedules reads the whole file
 		if err := schedules.Validate(opts.File); err != nil {
 			return cmdutil.Usage(err)
 		}
 	}
-	next, total, err := selectSchedules(r, opts.File, opts.IDs, order)
+	next, total, err := selectSchedules(r, opts.File, opts.IDs, order, part)
 	if err != nil {
 		return err
 	}
@@ -251,17 +292,21 @@ func Run(opts *Options) error {
 		return err
 	}
 
-	sum, err := fileSHA256(opts.File)
+	sum, err := fsutil.FileSHA256(opts.File)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(cfg.ResultsDir, strings.TrimSuffix(filepath.Base(opts.File), filepath.Ext(opts.File)))
+	dir := filepath.Join(cfg.ResultsDir, campaignName(opts.File, shard))
+	campaignTotal := h.Count
+	if part != nil {
+		campaignTotal = uint64(part.Len())
+	}
 	store, err := results.Open(dir, results.Campaign{
 		DRM: h.DRM.Name, Ops: h.Params.Ops, Replicas: h.Params.Replicas,
 		ScheduleFile: opts.File, ScheduleSHA256: sum,
 		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
 		Modulo: build.Version, Started: time.Now().UTC(),
-		Schedules: h.Count, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
+		Schedules: campaignTotal, Shard: shardInfo, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
 		Check: cfg.Check, BasePort: cfg.BasePort,
 	})
 	if errors.Is(err, results.ErrOtherCampaign) {
@@ -279,6 +324,10 @@ func Run(opts *Options) error {
 	fmt.Fprintf(prog, "modulo: %d %s schedules (ops=%d, replicas=%d) of %s on %s %s with %s, %d %s; results in %s\n",
 		total, h.DRM.Name, h.Params.Ops, h.Params.Replicas, opts.File, info.Name, info.Version, info.ServerVersion,
 		cfg.Workers, words.Plural(cfg.Workers, "worker", "workers"), dir)
+	if shard != nil {
+		fmt.Fprintf(prog, "modulo: shard %s, schedules %d to %d of the file's %d (partition %s), as %s said\n",
+			shard, part.First+1, part.End, h.Count, schedules.PartitionVersion, shardSource)
+	}
 	if recorded > 0 {
 		fmt.Fprintf(prog, "modulo: resuming: %d schedules already recorded with these versions are skipped\n", recorded)
 	}
@@ -326,11 +375,15 @@ func outcome(s executor.Summary, failures string) cmdutil.Outcome {
 }
 
 // selectSchedules returns the source of the schedules to run and their number: the whole
-// file, streamed, or the schedules with the given IDs, read first so that an unknown ID is
-// reported before anything runs.
-func selectSchedules(r *schedules.Reader, file string, ids []string, order string) (func() (schedules.Schedule, error), uint64, error) {
+// file or a shard's part of it, streamed, or the schedules with the given IDs, read first so
+// that an unknown ID is reported before anything runs.
+func selectSchedules(r *schedules.Reader, file string, ids []string, order string, part *schedules.Range) (func() (schedules.Schedule, error), uint64, error) {
+	next, count := r.Next, r.Header.Count
+	if part != nil {
+		next, count = inRange(r.Next, *part), uint64(part.Len())
+	}
 	if len(ids) == 0 && order == OrderFile {
-		return r.Next, r.Header.Count, nil
+		return next, count, nil
 	}
 	want := map[string]bool{}
 	for _, id := range ids {
@@ -338,7 +391,7 @@ func selectSchedules(r *schedules.Reader, file string, ids []string, order strin
 	}
 	var picked []schedules.Schedule
 	for {
-		s, err := r.Next()
+		s, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -371,19 +424,6 @@ func selectSchedules(r *schedules.Reader, file string, ids []string, order strin
 		picked = picked[1:]
 		return s, nil
 	}, uint64(len(picked)), nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("hash schedule file: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash schedule file: %w", err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func isTerminal(w io.Writer) bool {

@@ -20,6 +20,7 @@ import (
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -216,7 +217,7 @@ func TestRunThroughPluginProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := fileSHA256(ssrFile)
+	sum, err := fsutil.FileSHA256(ssrFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestSelectCoverageOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next, total, err := selectSchedules(r, ssrFile, nil, order)
+		next, total, err := selectSchedules(r, ssrFile, nil, order, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
