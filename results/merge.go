@@ -282,7 +282,7 @@ func sameCampaign(first, s *shardDir) error {
 	case a.Shard.Partition != b.Shard.Partition:
 		diff = fmt.Sprintf("shards cut by partition %s, not %s", b.Shard.Partition, a.Shard.Partition)
 	default:
-		diff = configDiffers(a, b)
+		diff = configDiffers(b, a)
 	}
 	if diff == "" {
 		return nil
@@ -478,7 +478,7 @@ func replaceDir(dst, tmp string) error {
 	if err != nil || prev.Merged == nil {
 		return fmt.Errorf("merge: %s holds something other than a merge: choose another output directory", dst)
 	}
-	if prev.Resumed.After(prev.Merged.When) {
+	if !prev.Resumed.IsZero() {
 		return fmt.Errorf("merge: %s was resumed by modulo run after it was merged, and its new records would be lost: choose another output directory", dst)
 	}
 	old := tmp + ".old"

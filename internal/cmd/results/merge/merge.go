@@ -101,7 +101,7 @@ func Run(opts *Options) error {
 		return nil
 	}
 	if rep.Unnamed != "" {
-		fmt.Fprintf(w, "missing: %d schedules have no verdict; not named: %s\n", rep.Missing, rep.Unnamed)
+		fmt.Fprintf(w, "missing: %d %s no verdict; not named: %s\n", rep.Missing, words.Plural(int(rep.Missing), "schedule has", "schedules have"), rep.Unnamed)
 	}
 	for sh, ids := range rep.Sorted() {
 		fmt.Fprintf(w, "missing: shard %s: %d %s: %s\n", sh, len(ids), words.Plural(len(ids), "schedule", "schedules"), strings.Join(ids, ", "))
