@@ -14,6 +14,7 @@ require (
 	golang.org/x/term v0.47.0
 	google.golang.org/grpc v1.61.0
 	google.golang.org/protobuf v1.36.6
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

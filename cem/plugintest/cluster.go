@@ -325,3 +325,23 @@ func ProcessesUnder(t testing.TB, dir string) []string {
 	}
 	return left
 }
+
+// BuildModulo builds modulo and the named plugins of this repository (plugins/<name>) into one
+// directory of t's, as scripts/setup builds them into bin, and returns it: for tests that run
+// modulo as its users do.
+func BuildModulo(t testing.TB, plugins ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	const module = "github.com/modulo-testing/modulo"
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "modulo"), module+"/cmd/modulo").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build modulo: %v\n%s", err, out)
+	}
+	for _, name := range plugins {
+		pkg := module + "/plugins/" + name
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cem.PluginPrefix+name), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return dir
+}
