@@ -62,3 +62,30 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPartition measures what every shard of a campaign does before it runs: cut the
+// file into 16 shards, for Q/C/Z ops=4 (13,381 schedules, in memory).
+func BenchmarkPartition(b *testing.B) {
+	d, err := drms.Lookup("qcz")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := aem.Params{Ops: 4, Replicas: 3}
+	_, ss, err := Generated(d, p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		rest := ss
+		if _, err := Partition(d.Model, p, func() (Schedule, error) {
+			if len(rest) == 0 {
+				return Schedule{}, io.EOF
+			}
+			s := rest[0]
+			rest = rest[1:]
+			return s, nil
+		}, 16); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -25,6 +25,44 @@ func RestorePoints(m aem.Model, p aem.Params, steps []aem.Transition) []int {
 	return points
 }
 
+// pointFinder returns the RestorePoints of schedules given in file order, where each shares
+// most of its steps with the one before: it keeps the model's states along the last schedule
+// and takes only the steps that the next one does not share. RestorePoints takes every step
+// anew, enumerating each state's transitions: Partition of the 172,997 schedules of Q/C/Z
+// ops=5 took 4.7 s with it, 1.7 s with this (BenchmarkPartition measures ops=4).
+type pointFinder struct {
+	model  aem.Model
+	params aem.Params
+	steps  []aem.Transition // the last schedule's steps that the model enabled
+	states []aem.State      // states[i] is the state after i of them
+}
+
+// points returns RestorePoints(model, params, steps).
+func (f *pointFinder) points(steps []aem.Transition) []int {
+	if f.states == nil {
+		f.states = []aem.State{f.model.Init(f.params)}
+	}
+	k := 0
+	for k < len(f.steps) && k < len(steps)-1 && aem.Equal(&f.steps[k], &steps[k]) {
+		k++
+	}
+	f.steps, f.states = f.steps[:k], f.states[:k+1]
+	for i := k; i < len(steps)-1; i++ {
+		_, next, ok := aem.Take(f.model, f.params, &f.states[i], &steps[i])
+		if !ok {
+			break
+		}
+		f.steps, f.states = append(f.steps, steps[i]), append(f.states, next)
+	}
+	var points []int
+	for i := 1; i < len(f.states); i++ {
+		if aem.AllDown(f.model, &f.states[i]) {
+			points = append(points, i)
+		}
+	}
+	return points
+}
+
 // samePrefix tells whether a and b share their first k steps.
 func samePrefix(a, b []aem.Transition, k int) bool {
 	if len(a) < k || len(b) < k {
@@ -51,6 +89,7 @@ type Grouper struct {
 
 	unit   []Schedule
 	points []int // the restore points of the unit's last schedule
+	finder pointFinder
 }
 
 // Add adds the next schedule and returns the unit that it closed, if any.
@@ -70,7 +109,8 @@ func (g *Grouper) Add(s Schedule) []Schedule {
 		}
 	}
 	g.unit = append(g.unit, s)
-	g.points = RestorePoints(g.Model, g.Params, s.Steps)
+	g.finder.model, g.finder.params = g.Model, g.Params
+	g.points = g.finder.points(s.Steps)
 	return done
 }
 

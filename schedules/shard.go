@@ -74,6 +74,7 @@ func Partition(m aem.Model, p aem.Params, next func() (Schedule, error), n int) 
 	var fresh []int64
 	var prev Schedule
 	var prevPoints []int
+	finder := pointFinder{model: m, params: p}
 	for {
 		s, err := next()
 		if errors.Is(err, io.EOF) {
@@ -95,7 +96,7 @@ func Partition(m aem.Model, p aem.Params, next func() (Schedule, error), n int) 
 		}
 		cum = append(cum, cum[len(cum)-1]+w)
 		fresh = append(fresh, int64(len(s.Steps))+1)
-		prev, prevPoints = s, RestorePoints(m, p, s.Steps)
+		prev, prevPoints = s, finder.points(s.Steps)
 	}
 
 	total := cum[len(cum)-1]
