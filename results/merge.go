@@ -105,9 +105,14 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 		}
 	}()
 	rep := &MergeReport{MissingIDs: map[schedules.Shard][]string{}}
-	for _, src := range srcs {
+	for i, src := range srcs {
 		if same, err := sameDir(src, dst); err != nil || same {
 			return nil, cmp.Or(err, fmt.Errorf("merge: %s is both a shard and the output", src))
+		}
+		for _, earlier := range srcs[:i] {
+			if same, err := sameDir(src, earlier); err != nil || same {
+				return nil, cmp.Or(err, fmt.Errorf("merge: %s is given twice (as %s)", src, earlier))
+			}
 		}
 		s, err := readShardDir(src, rep)
 		if err != nil {

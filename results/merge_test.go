@@ -144,6 +144,12 @@ func TestMergeRefusesMismatches(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+	t.Run("a shard given twice", func(t *testing.T) {
+		_, err := results.Merge(filepath.Join(t.TempDir(), "m"), []string{first, first + "/"}, "")
+		if err == nil || !strings.Contains(err.Error(), "is given twice") {
+			t.Errorf("error %v", err)
+		}
+	})
 	t.Run("output is a shard", func(t *testing.T) {
 		_, err := results.Merge(first, []string{first}, "")
 		if err == nil || !strings.Contains(err.Error(), "is both a shard and the output") {
