@@ -436,15 +436,7 @@ func partitionFile(file string, c Campaign) ([]schedules.Range, []schedules.Sche
 	if err != nil {
 		return nil, nil, err
 	}
-	rest := all
-	ranges, err := schedules.Partition(h.DRM.Model, h.Params, func() (schedules.Schedule, error) {
-		if len(rest) == 0 {
-			return schedules.Schedule{}, io.EOF
-		}
-		s := rest[0]
-		rest = rest[1:]
-		return s, nil
-	}, c.Shard.Count)
+	ranges, err := schedules.Partition(h.DRM.Model, h.Params, schedules.Stream(all), c.Shard.Count)
 	return ranges, all, err
 }
 

@@ -2,7 +2,6 @@ package results_test
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,15 +29,7 @@ func shardsOf(t *testing.T, n int) ([][]string, func(k int) results.Campaign) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest := all
-	ranges, err := schedules.Partition(h.DRM.Model, h.Params, func() (schedules.Schedule, error) {
-		if len(rest) == 0 {
-			return schedules.Schedule{}, io.EOF
-		}
-		s := rest[0]
-		rest = rest[1:]
-		return s, nil
-	}, n)
+	ranges, err := schedules.Partition(h.DRM.Model, h.Params, schedules.Stream(all), n)
 	if err != nil {
 		t.Fatal(err)
 	}

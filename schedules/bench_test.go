@@ -76,15 +76,7 @@ func BenchmarkPartition(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		rest := ss
-		if _, err := Partition(d.Model, p, func() (Schedule, error) {
-			if len(rest) == 0 {
-				return Schedule{}, io.EOF
-			}
-			s := rest[0]
-			rest = rest[1:]
-			return s, nil
-		}, 16); err != nil {
+		if _, err := Partition(d.Model, p, Stream(ss), 16); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -18,6 +18,7 @@ package schedules
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -61,4 +62,16 @@ func Body(steps []aem.Transition) []byte {
 		b = steps[i].AppendText(b)
 	}
 	return b
+}
+
+// Stream returns ss one by one, then io.EOF, as Reader.Next returns a file's schedules.
+func Stream(ss []Schedule) func() (Schedule, error) {
+	return func() (Schedule, error) {
+		if len(ss) == 0 {
+			return Schedule{}, io.EOF
+		}
+		s := ss[0]
+		ss = ss[1:]
+		return s, nil
+	}
 }

@@ -3,7 +3,6 @@ package schedules_test
 import (
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,15 +58,7 @@ var partitionCases = []struct {
 
 func partition(t *testing.T, ss []schedules.Schedule, m aem.Model, p aem.Params, n int) []schedules.Range {
 	t.Helper()
-	rest := ss
-	rs, err := schedules.Partition(m, p, func() (schedules.Schedule, error) {
-		if len(rest) == 0 {
-			return schedules.Schedule{}, io.EOF
-		}
-		s := rest[0]
-		rest = rest[1:]
-		return s, nil
-	}, n)
+	rs, err := schedules.Partition(m, p, schedules.Stream(ss), n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -416,14 +416,7 @@ func selectSchedules(r *schedules.Reader, file string, ids []string, order strin
 			return nil, 0, cmdutil.Usage(fmt.Errorf("%s: %w", file, err))
 		}
 	}
-	return func() (schedules.Schedule, error) {
-		if len(picked) == 0 {
-			return schedules.Schedule{}, io.EOF
-		}
-		s := picked[0]
-		picked = picked[1:]
-		return s, nil
-	}, uint64(len(picked)), nil
+	return schedules.Stream(picked), uint64(len(picked)), nil
 }
 
 func isTerminal(w io.Writer) bool {
