@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -49,23 +48,11 @@ func openStore(t *testing.T, dir string, h schedules.Header) *results.Store {
 	return st
 }
 
-// sliceSource yields ss, then io.EOF.
-func sliceSource(ss []schedules.Schedule) func() (schedules.Schedule, error) {
-	return func() (schedules.Schedule, error) {
-		if len(ss) == 0 {
-			return schedules.Schedule{}, io.EOF
-		}
-		s := ss[0]
-		ss = ss[1:]
-		return s, nil
-	}
-}
-
 func campaign(t *testing.T, sys *fakeSystem, st *results.Store, h schedules.Header, ss []schedules.Schedule, workers int) executor.Campaign {
 	t.Helper()
 	stride := executor.Stride(h.Params.Replicas, fakeInfo.Capabilities.PortsPerReplica)
 	return executor.Campaign{
-		Header: h, Next: sliceSource(ss), Total: uint64(len(ss)), Info: fakeInfo,
+		Header: h, Next: schedules.Stream(ss), Total: uint64(len(ss)), Info: fakeInfo,
 		Launch: sys.launch, Store: st, Workers: workers,
 		BasePort: plugintest.FreePorts(t, workers*stride), StepTimeout: time.Second, CallTimeout: 2 * time.Second,
 	}
