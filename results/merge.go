@@ -245,12 +245,9 @@ func readShardDir(dir string, rep *MergeReport) (*shardDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := lockRecords(f, syscall.LOCK_SH, dir+" is in use by a modulo run: merge when it has ended"); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("merge: %s is in use by a modulo run: merge when it has ended", dir)
-		}
-		return nil, fmt.Errorf("merge: lock %s: %w", path, err)
+		return nil, fmt.Errorf("merge: %w", err)
 	}
 	s.unlocked = func() { f.Close() }
 	good, dropped, err := readRecords(path, func(r *Record) {

@@ -178,12 +178,9 @@ func Open(dir string, c Campaign) (*Store, error) {
 	}
 	// Two runs appending to one campaign would run its schedules twice. The lock ends with
 	// the process, however it ends.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := lockRecords(f, syscall.LOCK_EX, "results directory "+dir+" is in use by another modulo run"); err != nil {
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("results directory %s is in use by another modulo run", dir)
-		}
-		return nil, fmt.Errorf("lock %s: %w", recordsPath, err)
+		return nil, err
 	}
 	s := &Store{dir: dir, records: f, recorded: map[string]oracle.Verdict{}}
 	good, skipped, err := readRecords(recordsPath, func(r *Record) {
@@ -212,6 +209,19 @@ func Open(dir string, c Campaign) (*Store, error) {
 		return nil, fmt.Errorf("write %s: %w", campaignPath, err)
 	}
 	return s, nil
+}
+
+// lockRecords takes a records file's lock without waiting: exclusive for the run that appends
+// to it, shared for a reader that must not read a campaign still being written. busy says
+// what a lock held by another process means.
+func lockRecords(f *os.File, how int, busy string) error {
+	if err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return errors.New(busy)
+		}
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // configDiffers says how c's configuration differs from the one campaign prev ran with, or
