@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"iter"
 	"maps"
@@ -156,7 +155,6 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 			}
 		}
 	}
-	flaky := map[string]bool{}
 	for _, id := range ids {
 		ks := keep[id]
 		if len(ks) == 1 {
@@ -187,7 +185,6 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 		})
 		keep[id] = holding
 		if d.Flaky {
-			flaky[id] = true
 			if merged.Merged.Flaky == nil {
 				merged.Merged.Flaky = map[string]string{}
 			}
@@ -204,11 +201,20 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 		return nil, fmt.Errorf("merge: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := writeMerged(tmp, shards, ids, keep, flaky, &merged, rep); err != nil {
+	// A schedule is done when the record that holds is not an error, which is retried.
+	done := map[string]bool{}
+	for _, id := range ids {
+		holding := keep[id][len(keep[id])-1]
+		done[id] = shards[holding].latest[id].Verdict != oracle.Error
+		if done[id] {
+			rep.Done++
+		}
+	}
+	if err := writeMerged(tmp, shards, ids, keep, &merged, rep); err != nil {
 		return nil, err
 	}
 	rep.Campaign = merged
-	countMissing(rep, shards, scheduleFile)
+	countMissing(rep, merged, shards[0].c.Shard.Count, done, scheduleFile)
 	if err := replaceDir(dst, tmp); err != nil {
 		return nil, err
 	}
@@ -293,39 +299,38 @@ func sameCampaign(first, s *shardDir) error {
 }
 
 // writeMerged writes the merged campaign into dir.
-func writeMerged(dir string, shards []*shardDir, ids []string, keep map[string][]int, flaky map[string]bool, c *Campaign, rep *MergeReport) error {
+func writeMerged(dir string, shards []*shardDir, ids []string, keep map[string][]int, c *Campaign, rep *MergeReport) error {
 	var lines []byte
-	add := func(r Record) error {
+	contributed := make([]int, len(shards))
+	add := func(k int, r Record) error {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("merge: record %s: %w", r.ID, err)
 		}
 		lines = append(append(lines, b...), '\n')
 		rep.Records++
+		contributed[k]++
 		return nil
 	}
-	contributed := make([]int, len(shards))
-	kept := func(k int, id string) bool { return slices.Contains(keep[id], k) }
+	flaky := func(id string) bool { return c.Merged.Flaky[id] != "" }
 	// Records in the shards' order, each shard's in its own; a flaky schedule's at the end.
 	for k, s := range shards {
 		for _, r := range s.records {
-			if kept(k, r.ID) && !flaky[r.ID] {
-				contributed[k]++
-				if err := add(r); err != nil {
+			if slices.Contains(keep[r.ID], k) && !flaky(r.ID) {
+				if err := add(k, r); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	for _, id := range ids {
-		if !flaky[id] {
+		if !flaky(id) {
 			continue
 		}
 		for _, k := range keep[id] {
 			for _, r := range shards[k].records {
 				if r.ID == id {
-					contributed[k]++
-					if err := add(r); err != nil {
+					if err := add(k, r); err != nil {
 						return err
 					}
 				}
@@ -338,11 +343,7 @@ func writeMerged(dir string, shards []*shardDir, ids []string, keep map[string][
 
 	var reps []byte
 	for _, id := range ids {
-		k := keep[id][len(keep[id])-1] // the holding record's shard has the folders
-		s := shards[k]
-		if v := s.latest[id].Verdict; v != oracle.Error {
-			rep.Done++
-		}
+		s := shards[keep[id][len(keep[id])-1]] // the holding record's shard has the folders
 		for _, p := range []string{filepath.Join(FailuresDir, id), filepath.Join(TracesDir, id+".txt"),
 			filepath.Join(ReplaysDir, id), filepath.Join(ShrunkDir, id)} {
 			if err := copyIfExists(filepath.Join(s.dir, p), filepath.Join(dir, p)); err != nil {
@@ -367,11 +368,7 @@ func writeMerged(dir string, shards []*shardDir, ids []string, keep map[string][
 	for k, s := range shards {
 		c.Merged.Shards = append(c.Merged.Shards, MergedShard{Dir: s.dir, Shard: s.c.Shard.Shard, Records: contributed[k]})
 	}
-	return writeFileAtomic(filepath.Join(dir, CampaignFile), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
-	})
+	return writeCampaign(filepath.Join(dir, CampaignFile), *c)
 }
 
 func copyIfExists(src, dst string) error {
@@ -387,27 +384,17 @@ func copyIfExists(src, dst string) error {
 	return nil
 }
 
-// countMissing counts the schedules no shard recorded a verdict for, and names them by shard
-// when the schedule file is at hand.
-func countMissing(rep *MergeReport, shards []*shardDir, scheduleFile string) {
-	c := shards[0].c
-	rep.Missing = c.Shard.FileSchedules - uint64(rep.Done)
+// countMissing counts the schedules of merged campaign c, cut into n shards, that are not
+// done, and names them by shard when the schedule file is at hand.
+func countMissing(rep *MergeReport, c Campaign, n int, done map[string]bool, scheduleFile string) {
+	rep.Missing = c.Schedules - uint64(rep.Done)
 	if rep.Missing == 0 {
 		return
 	}
-	file := cmp.Or(scheduleFile, c.ScheduleFile)
-	ranges, all, err := partitionFile(file, c)
+	ranges, all, err := partitionFile(cmp.Or(scheduleFile, c.ScheduleFile), c.ScheduleSHA256, n)
 	if err != nil {
 		rep.Unnamed = err.Error()
 		return
-	}
-	done := map[string]bool{}
-	for _, s := range shards {
-		for id, r := range s.latest {
-			if r.Verdict != oracle.Error {
-				done[id] = true
-			}
-		}
 	}
 	for k, r := range ranges {
 		for _, s := range all[r.First:r.End] {
@@ -421,19 +408,19 @@ func countMissing(rep *MergeReport, shards []*shardDir, scheduleFile string) {
 
 // partitionFile reads the campaign's schedule file, checks that it is the campaign's, and
 // cuts it as the shards were cut.
-func partitionFile(file string, c Campaign) ([]schedules.Range, []schedules.Schedule, error) {
+func partitionFile(file, sha256 string, n int) ([]schedules.Range, []schedules.Schedule, error) {
 	sum, err := fsutil.FileSHA256(file)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the schedule file %s cannot be read (--schedules FILE names it): %w", file, err)
 	}
-	if sum != c.ScheduleSHA256 {
-		return nil, nil, fmt.Errorf("%s is not the shards' schedule file (SHA-256 %.12s, not %.12s)", file, sum, c.ScheduleSHA256)
+	if sum != sha256 {
+		return nil, nil, fmt.Errorf("%s is not the shards' schedule file (SHA-256 %.12s, not %.12s)", file, sum, sha256)
 	}
 	h, all, err := schedules.ReadAll(file)
 	if err != nil {
 		return nil, nil, err
 	}
-	ranges, err := schedules.Partition(h.DRM.Model, h.Params, schedules.Stream(all), c.Shard.Count)
+	ranges, err := schedules.Partition(h.DRM.Model, h.Params, schedules.Stream(all), n)
 	return ranges, all, err
 }
 

@@ -200,11 +200,7 @@ func Open(dir string, c Campaign) (*Store, error) {
 			return nil, fmt.Errorf("cut torn record off %s: %w", recordsPath, err)
 		}
 	}
-	if err := writeFileAtomic(campaignPath, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(c)
-	}); err != nil {
+	if err := writeCampaign(campaignPath, c); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", campaignPath, err)
 	}
@@ -321,6 +317,15 @@ func (s *Store) remember(id string, v oracle.Verdict) {
 
 // Close closes the records file.
 func (s *Store) Close() error { return s.records.Close() }
+
+// writeCampaign writes campaign.json, atomically.
+func writeCampaign(path string, c Campaign) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	})
+}
 
 // ReadCampaign reads a campaign.json.
 func ReadCampaign(path string) (Campaign, error) {
