@@ -271,11 +271,12 @@ func Run(opts *Options) error {
 	case shard != nil && len(opts.IDs) > 0:
 		return cmdutil.Usage(errShardWithIDs)
 	case shard != nil: // the partition reads, and so checks, the whole file
-		rg, fileCount, err := shardRange(opts.File, *shard)
+		rg, err := shardRange(opts.File, *shard)
 		if err != nil {
 			return cmdutil.Usage(err)
 		}
-		part, shardInfo = &rg, shardOfCampaign(*shard, rg, fileCount)
+		part = &rg
+		shardInfo = &results.ShardOf{Shard: *shard, Partition: schedules.PartitionVersion, First: rg.First, FileSchedules: h.Count}
 	case len(opts.IDs) == 0 && order == OrderFile: // otherwise selectSchedules reads the whole file
 		if err := schedules.Validate(opts.File); err != nil {
 			return cmdutil.Usage(err)

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -110,22 +109,17 @@ func indexedJobShard(index string, count int, getenv func(string) string) (*sche
 
 // shardRange cuts the schedule file as every shard of the campaign cuts it, and returns the
 // shard's part of it.
-func shardRange(file string, sh schedules.Shard) (schedules.Range, uint64, error) {
+func shardRange(file string, sh schedules.Shard) (schedules.Range, error) {
 	r, f, err := schedules.Open(file)
 	if err != nil {
-		return schedules.Range{}, 0, err
+		return schedules.Range{}, err
 	}
 	defer f.Close()
 	ranges, err := schedules.Partition(r.Header.DRM.Model, r.Header.Params, r.Next, sh.Count)
 	if err != nil {
-		return schedules.Range{}, 0, err
+		return schedules.Range{}, err
 	}
-	return ranges[sh.Index], r.Header.Count, nil
-}
-
-// shardOfCampaign is what the campaign records of its shard.
-func shardOfCampaign(sh schedules.Shard, rg schedules.Range, fileCount uint64) *results.ShardOf {
-	return &results.ShardOf{Shard: sh, Partition: schedules.PartitionVersion, First: rg.First, FileSchedules: fileCount}
+	return ranges[sh.Index], nil
 }
 
 // inRange returns the schedules of next that are in rg, counting them from 0 in file order.
