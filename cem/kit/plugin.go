@@ -2,11 +2,8 @@ package kit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,6 +21,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 )
 
 // teardownTimeout bounds how long Teardown waits for SIGKILLed servers to be gone. It does not
@@ -195,16 +193,11 @@ func (p *Plugin) drmNames() []string {
 // About sets no version is versioned by its build, so that a changed binary is a new version
 // and a campaign does not resume over records of the old one.
 var exeDigest = sync.OnceValue(func() string {
-	f, err := os.Open("/proc/self/exe")
+	sum, err := fsutil.FileSHA256("/proc/self/exe")
 	if err != nil {
 		return "unknown"
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "unknown"
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12]
+	return sum[:12]
 })
 
 // configure hands the plugin's TOML section to the system and returns the kit's own
