@@ -86,14 +86,20 @@ func (c *Catalogue) Plugins() []Found {
 	return found
 }
 
-// pluginPaths lists the executable modulo-plugin-* files in dirs, next to the executable and
-// on $PATH: the first of each name.
-func pluginPaths(dirs []string) []string {
+// pluginDirs returns where plugins are looked for before $PATH: dirs, then the directory of
+// modulo's executable.
+func pluginDirs(dirs []string) []string {
 	search := slices.Clone(dirs)
 	if exe, err := os.Executable(); err == nil {
 		search = append(search, filepath.Dir(exe))
 	}
-	search = append(search, filepath.SplitList(os.Getenv("PATH"))...)
+	return search
+}
+
+// pluginPaths lists the executable modulo-plugin-* files in dirs, next to the executable and
+// on $PATH: the first of each name.
+func pluginPaths(dirs []string) []string {
+	search := append(pluginDirs(dirs), filepath.SplitList(os.Getenv("PATH"))...)
 	var paths, names []string
 	for _, dir := range search {
 		matches, _ := filepath.Glob(filepath.Join(dir, cem.PluginPrefix+"*")) // the pattern is valid

@@ -61,17 +61,16 @@ const probeTimeout = 30 * time.Second
 // set), then in the directory of the modulo executable, then on $PATH.
 func findPlugin(name, dir string) (string, error) {
 	bin := cem.PluginPrefix + name
-	var where []string
-	var dirs []string
+	var first, where []string
 	if dir != "" {
-		dirs = append(dirs, dir)
-		where = append(where, "plugin_dir "+dir)
+		first = []string{dir}
 	}
-	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, filepath.Dir(exe))
-		where = append(where, filepath.Dir(exe)+" (next to modulo)")
-	}
-	for _, d := range dirs {
+	for i, d := range pluginDirs(first) {
+		if i < len(first) {
+			where = append(where, "plugin_dir "+d)
+		} else {
+			where = append(where, d+" (next to modulo)")
+		}
 		path := filepath.Join(d, bin)
 		fi, err := os.Stat(path)
 		switch {
