@@ -363,6 +363,14 @@ func (o *outcome) harness(format string, args ...any) {
 	o.verdict, o.detail = oracle.Error, fmt.Sprintf(format, args...)
 }
 
+// took records step i's actions for the failure folder and its observations for the record.
+func (o *outcome) took(rec *results.Record, i int, text string, actions []cem.Action, observations []cem.Observation) {
+	o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: actions})
+	if len(observations) > 0 {
+		rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: observations})
+	}
+}
+
 // note adds a problem met after the verdict was reached: a pass becomes an error, since the
 // harness did not do its job, and any other verdict keeps its evidence.
 func (o *outcome) note(problem string) {
@@ -534,10 +542,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		})
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
 		o.work.Steps++
-		o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: report.Actions})
-		if len(report.Observations) > 0 {
-			rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: report.Observations})
-		}
+		o.took(rec, i, text, report.Actions, report.Observations)
 		if errors.As(err, &nr) {
 			o.verdict = oracle.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
@@ -627,10 +632,7 @@ func (w *worker) restore(ctx context.Context, spec cem.ClusterSpec, s *schedules
 		if i == len(sv.steps)-1 {
 			actions = append(slices.Clip(actions), got.Actions...)
 		}
-		o.actions = append(o.actions, results.StepActions{Step: i, Transition: texts[i], Actions: actions})
-		if len(report.Observations) > 0 {
-			rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: report.Observations})
-		}
+		o.took(rec, i, texts[i], actions, report.Observations)
 		rec.StepsMS = append(rec.StepsMS, 0)
 	}
 	rec.Restored = &results.Restored{Steps: start.Steps, From: sv.from, Digest: got.Digest}
