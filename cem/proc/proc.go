@@ -209,16 +209,16 @@ func threadsStopped(pid int) (bool, error) {
 		return false, fmt.Errorf("threads of pid %d: %w", pid, err)
 	}
 	for _, t := range tasks {
-		b, err := os.ReadFile(filepath.Join(taskDir, t.Name(), "stat"))
+		path := filepath.Join(taskDir, t.Name(), "stat")
+		b, err := os.ReadFile(path)
 		if err != nil {
 			continue // the thread exited
 		}
-		// The state follows the command name, which is in parentheses and may hold spaces.
-		end := strings.LastIndexByte(string(b), ')')
-		if end < 0 || end+2 >= len(b) {
-			return false, fmt.Errorf("thread %s of pid %d: malformed stat", t.Name(), pid)
+		st, err := parseStat(path, b)
+		if err != nil {
+			return false, fmt.Errorf("thread %s of pid %d: %w", t.Name(), pid, err)
 		}
-		switch b[end+2] {
+		switch st.state {
 		case 'T', 't', 'Z', 'X':
 		default:
 			return false, nil
@@ -343,24 +343,31 @@ func StartTime(pid int) (uint64, error) {
 }
 
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return procStat{}, err
 	}
+	return parseStat(path, b)
+}
+
+// parseStat parses b, a process's or a thread's stat file (/proc/PID/task/TID/stat has the
+// same fields), read from path.
+func parseStat(path string, b []byte) (procStat, error) {
 	// The command name is in parentheses and may hold spaces or parentheses itself.
 	s := string(b)
 	end := strings.LastIndexByte(s, ')')
 	if end < 0 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+		return procStat{}, fmt.Errorf("%s: no command name", path)
 	}
 	f := strings.Fields(s[end+1:]) // f[0] is field 3 (state)
 	if len(f) < 20 {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		return procStat{}, fmt.Errorf("%s: %d fields", path, len(f)+2)
 	}
 	pgrp, err1 := strconv.Atoi(f[2])                // field 5
 	start, err2 := strconv.ParseUint(f[19], 10, 64) // field 22
 	if err := errors.Join(err1, err2); err != nil {
-		return procStat{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return procStat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return procStat{state: f[0][0], pgrp: pgrp, startTime: start}, nil
 }
