@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -89,10 +88,7 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 func BuildPlugin(t testing.TB, name, pkg string) string {
 	t.Helper()
 	dir := t.TempDir()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cem.PluginPrefix+name), pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
+	goBuild(t, filepath.Join(dir, cem.PluginPrefix+name), pkg)
 	return dir
 }
 
@@ -333,15 +329,9 @@ func BuildModulo(t testing.TB, plugins ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	const module = "github.com/modulo-testing/modulo"
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "modulo"), module+"/cmd/modulo").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build modulo: %v\n%s", err, out)
-	}
+	goBuild(t, filepath.Join(dir, "modulo"), module+"/cmd/modulo")
 	for _, name := range plugins {
-		pkg := module + "/plugins/" + name
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cem.PluginPrefix+name), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
+		goBuild(t, filepath.Join(dir, cem.PluginPrefix+name), module+"/plugins/"+name)
 	}
 	return dir
 }

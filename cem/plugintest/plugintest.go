@@ -77,11 +77,16 @@ type Config struct {
 func Build(t *testing.T, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "modulo-plugin")
-	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
+	goBuild(t, bin, pkg)
 	return bin
+}
+
+// goBuild builds package pkg into the binary out, or fails t with the compiler's output.
+func goBuild(t testing.TB, out, pkg string) {
+	t.Helper()
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
 }
 
 type suite struct {
