@@ -64,6 +64,18 @@ func (f *pointFinder) points(steps []aem.Transition) []int {
 	return points
 }
 
+// sharedPoints returns how many of prev's restore points (points, ascending) steps shares the
+// prefix up to, and the deepest of them (0 for none).
+func sharedPoints(prev []aem.Transition, points []int, steps []aem.Transition) (n, deepest int) {
+	for _, k := range points {
+		if !samePrefix(prev, steps, k) {
+			break
+		}
+		n, deepest = n+1, k
+	}
+	return n, deepest
+}
+
 // samePrefix tells whether a and b share their first k steps.
 func samePrefix(a, b []aem.Transition, k int) bool {
 	if len(a) < k || len(b) < k {
@@ -98,13 +110,7 @@ func (g *Grouper) Add(s Schedule) []Schedule {
 	var done []Schedule
 	if len(g.unit) > 0 {
 		last := g.unit[len(g.unit)-1]
-		depth := 0
-		for _, k := range g.points {
-			if !samePrefix(last.Steps, s.Steps, k) {
-				break
-			}
-			depth++
-		}
+		depth, _ := sharedPoints(last.Steps, g.points, s.Steps)
 		if depth == 0 || depth == 1 && len(g.unit) >= max(g.Max, 1) {
 			done, g.unit = g.unit, nil
 		}

@@ -83,13 +83,7 @@ func Partition(m aem.Model, p aem.Params, next func() (Schedule, error), n int) 
 		if err != nil {
 			return nil, err
 		}
-		shared := 0
-		for _, k := range prevPoints {
-			if !samePrefix(prev.Steps, s.Steps, k) {
-				break
-			}
-			shared = k
-		}
+		_, shared := sharedPoints(prev.Steps, prevPoints, s.Steps)
 		w := int64(len(s.Steps) - shared)
 		if shared == 0 {
 			w++
