@@ -192,11 +192,11 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 		}
 	}
 
-	parent := filepath.Dir(filepath.Clean(dst))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return nil, fmt.Errorf("merge: %w", err)
+	out, err := mergeTarget(dst)
+	if err != nil {
+		return nil, err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dst)+".merging-*")
+	tmp, err := os.MkdirTemp(out.staging, "."+filepath.Base(out.dir)+".merging-*")
 	if err != nil {
 		return nil, fmt.Errorf("merge: %w", err)
 	}
@@ -215,7 +215,7 @@ func Merge(dst string, srcs []string, scheduleFile string) (*MergeReport, error)
 	}
 	rep.Campaign = merged
 	countMissing(rep, merged, shards[0].c.Shard.Count, done, scheduleFile)
-	if err := replaceDir(dst, tmp); err != nil {
+	if err := out.place(tmp); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -440,34 +440,88 @@ func sameDir(a, b string) (bool, error) {
 	return os.SameFile(fa, fb), nil
 }
 
-// replaceDir moves the merged directory tmp to dst: dst must not exist, be empty, or hold an
-// earlier merge, which is replaced whole.
-func replaceDir(dst, tmp string) error {
-	entries, err := os.ReadDir(dst)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return os.Rename(tmp, dst)
-	case err != nil:
-		return fmt.Errorf("merge: %w", err)
-	case len(entries) == 0:
-		if err := os.Remove(dst); err != nil {
-			return fmt.Errorf("merge: %w", err)
-		}
-		return os.Rename(tmp, dst)
+// mergeOutput is where a merge goes: dir, the output directory with its symbolic links
+// followed (a link is kept, and what it names is written), and staging, the directory in which
+// the merge is built before it is moved into place: dir itself when it is an empty directory,
+// so that the move never crosses file systems (dir may be a mount point), else dir's parent.
+type mergeOutput struct {
+	dir, staging string
+	empty        bool
+}
+
+// mergeTarget checks the output directory dst: it must not exist, be an empty directory, or
+// hold an earlier merge, which is replaced whole.
+func mergeTarget(dst string) (mergeOutput, error) {
+	if dst == "-" {
+		return mergeOutput{}, fmt.Errorf("merge: the output is a campaign directory, not a stream: name a directory, not -")
 	}
-	prev, err := ReadCampaign(filepath.Join(dst, CampaignFile))
+	dir, err := filepath.EvalSymlinks(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		dir = filepath.Clean(dst)
+		parent := filepath.Dir(dir)
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return mergeOutput{}, fmt.Errorf("merge: %w", err)
+		}
+		return mergeOutput{dir: dir, staging: parent}, nil
+	}
+	if err != nil {
+		return mergeOutput{}, fmt.Errorf("merge: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return mergeOutput{}, fmt.Errorf("merge: %w", err)
+	}
+	if !st.IsDir() {
+		return mergeOutput{}, fmt.Errorf("merge: %s is not a directory: the output is a campaign directory", dst)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return mergeOutput{}, fmt.Errorf("merge: %w", err)
+	}
+	if len(entries) == 0 {
+		return mergeOutput{dir: dir, staging: dir, empty: true}, nil
+	}
+	prev, err := ReadCampaign(filepath.Join(dir, CampaignFile))
 	if err != nil || prev.Merged == nil {
-		return fmt.Errorf("merge: %s holds something other than a merge: choose another output directory", dst)
+		return mergeOutput{}, fmt.Errorf("merge: %s holds something other than a merge: choose another output directory", dst)
 	}
 	if !prev.Resumed.IsZero() {
-		return fmt.Errorf("merge: %s was resumed by modulo run after it was merged, and its new records would be lost: choose another output directory", dst)
+		return mergeOutput{}, fmt.Errorf("merge: %s was resumed by modulo run after it was merged, and its new records would be lost: choose another output directory", dst)
+	}
+	return mergeOutput{dir: dir, staging: filepath.Dir(dir)}, nil
+}
+
+// place moves the merged directory tmp into o.dir. An empty directory, which the user made,
+// is kept and filled, campaign.json last, so that it is never read as a campaign before it
+// holds one; an earlier merge, which a merge made, is swapped out whole.
+func (o mergeOutput) place(tmp string) error {
+	if o.empty {
+		entries, err := os.ReadDir(tmp)
+		if err != nil {
+			return fmt.Errorf("merge: %w", err)
+		}
+		names := []string{}
+		for _, e := range entries {
+			if e.Name() != CampaignFile {
+				names = append(names, e.Name())
+			}
+		}
+		for _, name := range append(names, CampaignFile) {
+			if err := os.Rename(filepath.Join(tmp, name), filepath.Join(o.dir, name)); err != nil {
+				return fmt.Errorf("merge: %w", err)
+			}
+		}
+		return nil
+	}
+	if _, err := os.Lstat(o.dir); errors.Is(err, fs.ErrNotExist) {
+		return os.Rename(tmp, o.dir)
 	}
 	old := tmp + ".old"
-	if err := os.Rename(dst, old); err != nil {
+	if err := os.Rename(o.dir, old); err != nil {
 		return fmt.Errorf("merge: %w", err)
 	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return errors.Join(fmt.Errorf("merge: %w", err), os.Rename(old, dst))
+	if err := os.Rename(tmp, o.dir); err != nil {
+		return errors.Join(fmt.Errorf("merge: %w", err), os.Rename(old, o.dir))
 	}
 	return os.RemoveAll(old)
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/oracle"
 )
 
@@ -320,7 +321,7 @@ func (s *Store) Close() error { return s.records.Close() }
 
 // writeCampaign writes campaign.json, atomically.
 func writeCampaign(path string, c Campaign) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return fsutil.WriteFile(path, 0o644, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(c)
@@ -398,18 +399,4 @@ func readJSONL(path string, each func([]byte) error, what string) (good int64, s
 		}
 		good += int64(len(b))
 	}
-}
-
-// writeFileAtomic writes path through a synced temporary file renamed over it, so that path
-// always holds either the old or the new content.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := errors.Join(write(tmp), tmp.Sync(), tmp.Close()); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

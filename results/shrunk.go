@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -79,14 +80,14 @@ func WriteShrunk(dir string, h schedules.Header, s Shrunk) error {
 	}
 	h.Params.Ops, h.Count = s.Smallest.Ops, 1
 	err := errors.Join(
-		writeFileAtomic(filepath.Join(out, ShrunkSched), func(w io.Writer) error {
+		fsutil.WriteFile(filepath.Join(out, ShrunkSched), 0o644, func(w io.Writer) error {
 			if err := schedules.WriteHeader(w, h); err != nil {
 				return err
 			}
 			_, err := fmt.Fprintf(w, "%s %s\n", s.Smallest.ID, s.Smallest.Body)
 			return err
 		}),
-		writeFileAtomic(filepath.Join(out, ShrinkJSON), func(w io.Writer) error {
+		fsutil.WriteFile(filepath.Join(out, ShrinkJSON), 0o644, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			enc.SetEscapeHTML(false) // transitions hold < and >

@@ -4,8 +4,6 @@ package gen
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,6 +12,7 @@ import (
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -57,7 +56,11 @@ authors chose).
 
 The file has a header, then one schedule per line: an ID derived from the schedule's content
 and its transitions, such as "D[0,0,1] C[0,1] C[2]". 'modulo show FILE' prints them as the
-paper does, with the abstract state after each step.`,
+paper does, with the abstract state after each step.
+
+Output: without -o, or with -o -, the schedules go to standard output.
+` + fsutil.OutputRule + `
+A run that fails leaves a regular FILE as it was.`,
 		Example: `  modulo gen --drm qcz --ops 5 --replicas 3 -o qcz-5x3.sched
   modulo gen --drm slr --count
   modulo gen --drm qcz --ops 6 --limit 1000 -o sample.sched`,
@@ -79,7 +82,7 @@ paper does, with the abstract state after each step.`,
 	f.StringVar(&opts.DRM, "drm", "", "the DRM: "+strings.Join(drms.Names(), ", ")+" or a plugin's (required)")
 	f.IntVar(&ops, "ops", 0, "writes per schedule (default: the paper's setting, or the declaring plugin's)")
 	f.IntVar(&replicas, "replicas", 0, "replicas in the cluster (default: the paper's setting, or the declaring plugin's)")
-	f.StringVarP(&opts.Output, "output", "o", "", "write the schedules to `FILE` instead of standard output")
+	f.StringVarP(&opts.Output, "output", "o", "", "write the schedules to `FILE` (- or none: standard output); see Output above")
 	f.BoolVar(&opts.Count, "count", false, "print only the number of schedules")
 	f.Uint64Var(&opts.Limit, "limit", 0, "write only the first `N` schedules")
 	f.Uint64Var(&opts.Sample, "sample", 0, "write `N` schedules drawn uniformly at random from all of them, without enumerating them (for depths beyond enumeration), in canonical order")
@@ -142,29 +145,8 @@ func Run(opts *Options) error {
 	if total > BigRun && opts.Limit == 0 && opts.Sample == 0 && !opts.Force {
 		return cmdutil.Usagef("%s with ops=%d replicas=%d has %d schedules; pass --limit N to write the first N, --sample N to draw N at random, or --force to write them all", d.Name, p.Ops, p.Replicas, total)
 	}
-	if opts.Output == "" {
+	if opts.Output == "" || opts.Output == "-" {
 		return write(opts.Out)
 	}
-	return writeFile(opts.Output, write)
-}
-
-// writeFile writes path through a temporary file in the same directory, so that a failed or
-// interrupted run never leaves a partial schedule file behind.
-func writeFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return fsutil.WriteFile(opts.Output, 0o644, write)
 }

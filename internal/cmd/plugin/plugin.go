@@ -20,6 +20,7 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 )
 
 //go:embed templates/*.tmpl
@@ -179,8 +180,8 @@ func RunNew(opts *NewOptions) error {
 		return fmt.Errorf("create %s: %w", sk.Dir, err)
 	}
 	for i, f := range files {
-		if err := os.WriteFile(f.path, rendered[i], 0o644); err != nil {
-			return fmt.Errorf("write %s: %w", f.path, err)
+		if err := fsutil.WriteFile(f.path, 0o644, func(w io.Writer) error { _, err := w.Write(rendered[i]); return err }); err != nil {
+			return err
 		}
 		fmt.Fprintf(opts.Out, "wrote %s\n", f.path)
 	}

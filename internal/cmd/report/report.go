@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/modulo-testing/modulo/internal/cmdutil"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/report"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -43,7 +42,11 @@ viewed: no script, no network, its style and its charts (SVG) inside it. It show
     timeline per replica as the paper's Figure 2 draws one (online, offline or crashed after
     each step, writes received, failures, resyncs and links; hover a cell for the concrete
     actions), beside each replica's final data with the differing values marked, its
-    replays' reproduction rate and the schedule it shrank to`,
+    replays' reproduction rate and the schedule it shrank to
+
+Output: -o - writes the report to standard output.
+` + fsutil.OutputRule + `
+A report that fails leaves a regular FILE as it was.`,
 		Example: `  modulo report modulo-results/slr -o slr.html
   chromium --headless --no-sandbox --screenshot=slr.png --window-size=1280,2000 file://$PWD/slr.html`,
 		Args: cobra.ExactArgs(1),
@@ -82,27 +85,9 @@ func Run(opts *Options) error {
 	if opts.Output == "-" {
 		return report.Write(opts.Out, s)
 	}
-	if err := writeFile(opts.Output, func(w io.Writer) error { return report.Write(w, s) }); err != nil {
-		return err
+	if err := fsutil.WriteFile(opts.Output, 0o644, func(w io.Writer) error { return report.Write(w, s) }); err != nil {
+		return fmt.Errorf("report: %w", err)
 	}
 	_, err = fmt.Fprintf(opts.Out, "wrote %s\n", opts.Output)
 	return err
-}
-
-// writeFile writes path through a temporary file in its directory, so that a failed report
-// never leaves half a page behind.
-func writeFile(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	// CreateTemp makes the file readable by its owner only; a report is for anyone to open.
-	if err := errors.Join(tmp.Chmod(0o644), write(tmp), tmp.Close()); err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
 }

@@ -85,7 +85,7 @@ func TestRunBadInput(t *testing.T) {
 	}
 	// A directory that cannot be written leaves nothing behind and names the file.
 	err := Run(&Options{Out: &bytes.Buffer{}, Dir: campaign, Output: filepath.Join(empty, "no", "such", "r.html")})
-	if err == nil || !strings.Contains(err.Error(), "write report") {
+	if err == nil || !strings.HasPrefix(err.Error(), "report: write "+filepath.Join(empty, "no", "such", "r.html")+": directory ") {
 		t.Errorf("error = %v", err)
 	}
 }
