@@ -116,9 +116,9 @@ func LostLine(lost []Lost) string {
 	for _, l := range lost[:min(len(lost), DetailKeys)] {
 		got := "<missing>"
 		if l.Got.Present {
-			got = fmt.Sprintf("%q", l.Got.Text)
+			got = ShortValue(l.Got.Text)
 		}
-		parts = append(parts, fmt.Sprintf("%s on replica %d (acknowledged %q, holds %s)", l.Key, l.Replica, l.Value, got))
+		parts = append(parts, fmt.Sprintf("%s on replica %d (acknowledged %s, holds %s)", l.Key, l.Replica, ShortValue(l.Value), got))
 	}
 	s := fmt.Sprintf("%d acknowledged %s lost: %s", len(lost), words.Plural(len(lost), "write", "writes"), strings.Join(parts, ", "))
 	if len(lost) > DetailKeys {

@@ -121,12 +121,9 @@ func (d Divergence) Groups() string {
 	return fmt.Sprintf("%d groups: %s", len(order), strings.Join(parts, " "))
 }
 
-// DetailKeys and detailValueLen cap the one-line detail of a divergence: the failure folder
-// holds the complete one.
-const (
-	DetailKeys     = 3
-	detailValueLen = 40
-)
+// DetailKeys caps the keys the one-line detail of a divergence names: the failure folder holds
+// the complete one.
+const DetailKeys = 3
 
 // Line says in one line how the replicas differ, naming at most DetailKeys keys.
 func (d Divergence) Line() string {
@@ -166,7 +163,7 @@ func (d Divergence) Report() string {
 		for _, k := range d.Keys {
 			fmt.Fprintf(&b, "  %s\n", k.Key)
 			for i := range d.Replicas {
-				fmt.Fprintf(&b, "    replica %d: %s\n", i, d.value(k, i, 0))
+				fmt.Fprintf(&b, "    replica %d: %s\n", i, d.value(k, i, strconv.Quote))
 			}
 		}
 	}
@@ -177,13 +174,13 @@ func (d Divergence) Report() string {
 func (d Divergence) values(k KeyDiff) string {
 	vs := make([]string, d.Replicas)
 	for i := range vs {
-		vs[i] = fmt.Sprintf("r%d=%s", i, d.value(k, i, detailValueLen))
+		vs[i] = fmt.Sprintf("r%d=%s", i, d.value(k, i, ShortValue))
 	}
 	return strings.Join(vs, " ")
 }
 
-// value renders replica i's value of k, quoted, cut to maxLen bytes when maxLen > 0.
-func (d Divergence) value(k KeyDiff, i, maxLen int) string {
+// value renders replica i's value of k with show (whole, or short).
+func (d Divergence) value(k KeyDiff, i int, show func(string) string) string {
 	if slices.ContainsFunc(d.Unreadable, func(u Unreadable) bool { return u.Replica == i }) {
 		return "<unreadable>"
 	}
@@ -194,10 +191,7 @@ func (d Divergence) value(k KeyDiff, i, maxLen int) string {
 	if !v.Present {
 		return "<missing>"
 	}
-	if maxLen > 0 && len(v.Text) > maxLen {
-		return fmt.Sprintf("%q...", v.Text[:maxLen])
-	}
-	return fmt.Sprintf("%q", v.Text)
+	return show(v.Text)
 }
 
 func firstLine(s string) string {

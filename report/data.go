@@ -8,6 +8,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/results"
 )
 
 // dataTable is every replica's final data side by side, a row per key, with the keys the
@@ -15,9 +16,10 @@ import (
 type dataTable struct {
 	Replicas []replicaHead
 	Rows     []dataRow
-	// DiffKeys counts the keys the replicas disagree on; Hidden the agreeing keys not shown.
-	DiffKeys, Hidden int
-	Groups           string // the groups compared within, when there are several
+	// DiffKeys counts the keys the replicas disagree on; Hidden the agreeing keys not shown;
+	// Shortened the values shown by their first bytes, length and digest.
+	DiffKeys, Hidden, Shortened int
+	Groups                      string // the groups compared within, when there are several
 }
 
 type replicaHead struct {
@@ -62,7 +64,7 @@ func newDataTable(snap *cem.Snapshot) *dataTable {
 			case !v.Present:
 				c = dataCell{Text: "(missing)", Class: "missing"}
 			default:
-				c.Text = v.Text
+				c.Text = t.cellValue(v.Text)
 			}
 			if odd[i] {
 				c.Class += " differs"
@@ -95,11 +97,21 @@ func newDataTable(snap *cem.Snapshot) *dataTable {
 			if !ok {
 				v = "(missing)" // only in another group than those holding it
 			}
-			row.Cells = append(row.Cells, dataCell{Text: v})
+			row.Cells = append(row.Cells, dataCell{Text: t.cellValue(v)})
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// cellValue is a value as a cell shows it: whole when short, else as oracle.ShortValue says it
+// (its first bytes, length and digest); replicas.json in the failure folder has every value.
+func (t *dataTable) cellValue(v string) string {
+	if len(v) <= oracle.WholeValueLen {
+		return v
+	}
+	t.Shortened++
+	return oracle.ShortValue(v)
 }
 
 // oddOnes marks, within each group, the readable replicas whose value of k is not the one
@@ -142,6 +154,10 @@ func (t *dataTable) String() string {
 	}
 	if t.Hidden > 0 {
 		s += fmt.Sprintf("; %d more agreeing keys not shown", t.Hidden)
+	}
+	if t.Shortened > 0 {
+		s += fmt.Sprintf("; %d long %s shown by %s first bytes, length and SHA-256 (every value whole: the failure folder's %s)",
+			t.Shortened, words.Plural(t.Shortened, "value", "values"), words.Plural(t.Shortened, "its", "their"), results.ReplicasJSON)
 	}
 	return s
 }

@@ -358,7 +358,7 @@ func (p *page) failures(s *results.Summary) {
 	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2}
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
 	for i, r := range np {
-		f := &failure{Record: r, Label: s.Label(r), Detail: r.Detail}
+		f := &failure{Record: r, Label: s.Label(r), Detail: oracle.Abbreviate(r.Detail)}
 		if rep, ok := s.Reproductions[r.ID]; ok {
 			f.Replayed = &rep
 		}
@@ -381,7 +381,7 @@ func (f *failure) draw(dir string, h schedules.Header) {
 		f.Problem = err.Error()
 		return
 	}
-	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), folder.Detail
+	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), oracle.Abbreviate(folder.Detail)
 	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record.Observations); err != nil {
 		f.Problem = err.Error()
 	}

@@ -261,9 +261,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if r.Class != "" {
 			label += " (" + string(r.Class) + ")"
 		}
-		detail := OneLine(r.Detail)
+		detail := OneLine(oracle.Abbreviate(r.Detail))
 		if r.AtEnd != "" {
-			detail += " [at the end: " + OneLine(r.AtEnd) + "]"
+			detail += " [at the end: " + OneLine(oracle.Abbreviate(r.AtEnd)) + "]"
 		}
 		if r.Restored != nil {
 			detail += fmt.Sprintf(" [steps 1-%d restored from %s's run]", r.Restored.Steps, r.Restored.From)

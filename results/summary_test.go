@@ -266,3 +266,45 @@ func TestFindSchedules(t *testing.T) {
 		t.Error("an unknown DRM is no error")
 	}
 }
+
+// TestWriteTextLongValues: a failure recorded with whole 10 KB values (the paper's Redis preset
+// pads values to 10 KB, and records written before values were shortened hold them whole)
+// reads in one short line, each value as its first bytes, length and digest.
+func TestWriteTextLongValues(t *testing.T) {
+	dir := t.TempDir()
+	st, err := results.Open(dir, results.Campaign{DRM: "ssr", Ops: 1, Replicas: 2, Started: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "k1.1" + strings.Repeat(".", 10236)
+	err = st.Append(results.Record{ID: "0123456789abcdef", DRM: "ssr", Verdict: oracle.Fail, Class: oracle.LostWrite,
+		Detail: `1 acknowledged write lost: k1.1 on replica 1 (acknowledged "` + long + `", holds "` + long[:10000] + `")`,
+		AtEnd:  `fail: 1 key differs: k1.1 (r0="` + long + `" r1="` + long[:10000] + `")`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := results.ReadSummary(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := s.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	line := b.String()[strings.Index(b.String(), "0123456789abcdef"):]
+	for _, want := range []string{
+		`acknowledged "k1.1............"… (10240 bytes, sha256 `,
+		`holds "k1.1............"… (10000 bytes, sha256 `,
+		`r1="k1.1............"… (10000 bytes, sha256 `,
+	} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the failure's line does not say %q:\n%s", want, line)
+		}
+	}
+	if len(line) > 400 || strings.Count(line, "\n") != 1 {
+		t.Errorf("the failure takes %d bytes in %d lines:\n%s", len(line), strings.Count(line, "\n"), line)
+	}
+}
