@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modulo-testing/modulo/internal/fsutil"
@@ -319,5 +320,70 @@ func TestMergeOutput(t *testing.T) {
 	}
 	if _, err := results.Merge(out, dirs, ""); err == nil || !strings.Contains(err.Error(), "was resumed by modulo run after it was merged") {
 		t.Errorf("merging over a resumed merge: %v", err)
+	}
+}
+
+// TestMergeOutputKept: an empty directory the user made, or a link to one, is filled and kept
+// (its inode, mode and the link), never removed or renamed over; a file, a FIFO and - are
+// refused, and stay what they were.
+func TestMergeOutputKept(t *testing.T) {
+	ids, camp := shardsOf(t, 1)
+	root := t.TempDir()
+	dirs := []string{writeShard(t, filepath.Join(root, "a"), camp(0), ids[0])}
+	empty, link := filepath.Join(root, "empty"), filepath.Join(root, "link")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("empty", link); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := results.Merge(link, dirs, ""); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || after.Mode() != before.Mode() {
+		t.Errorf("the output directory was replaced: mode %v, was %v", after.Mode(), before.Mode())
+	}
+	if to, err := os.Readlink(link); err != nil || to != "empty" {
+		t.Errorf("the link now points to %q (%v)", to, err)
+	}
+	if _, err := results.ReadSummary(empty); err != nil {
+		t.Errorf("the merge is not in the directory: %v", err)
+	}
+	entries, _ := os.ReadDir(empty)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("the merge left %s in its output", e.Name())
+		}
+	}
+
+	file, fifo := filepath.Join(root, "file"), filepath.Join(root, "fifo")
+	if err := os.WriteFile(file, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ out, want string }{
+		{file, "merge: " + file + " is not a directory: the output is a campaign directory"},
+		{fifo, "merge: " + fifo + " is not a directory: the output is a campaign directory"},
+		{"-", "merge: the output is a campaign directory, not a stream: name a directory, not -"},
+	} {
+		if _, err := results.Merge(tt.out, dirs, ""); err == nil || err.Error() != tt.want {
+			t.Errorf("Merge(%s) = %v, want %q", tt.out, err, tt.want)
+		}
+	}
+	if b, _ := os.ReadFile(file); string(b) != "mine" {
+		t.Errorf("the file holds %q", b)
+	}
+	if st, err := os.Lstat(fifo); err != nil || st.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the FIFO is %v now (%v)", st.Mode(), err)
 	}
 }

@@ -65,7 +65,7 @@ input.`,
 			return Run(opts)
 		},
 	}
-	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the merged campaign to `DIR` (new, empty, or an earlier merge, which is replaced)")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the merged campaign to `DIR`: a new directory, an empty one (kept and filled; through a link, the directory it names), or an earlier merge, which is replaced whole")
 	cmd.Flags().StringVar(&opts.Schedules, "schedules", "", "the campaign's schedule `FILE`, to name the missing schedules (default: the file the shards recorded)")
 	return cmd
 }
