@@ -232,7 +232,7 @@ func TestRunBusyPort(t *testing.T) {
 	}{
 		{"unused port of the block", 7, 0, 2, ""},
 		{"freed after a while", 3, 700 * time.Millisecond, 2, ""},
-		{"held", 3, 0, 0, "is already in use, and still was after"},
+		{"held", 3, 0, 0, "is already in use (by pid "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

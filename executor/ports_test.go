@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // TestPortAdvice: every suggested range lies between 1024 and 65535, outside the ephemeral
@@ -48,7 +49,7 @@ func TestCheckPorts(t *testing.T) {
 		wantWarn string
 	}{
 		{"free", base, 10, false, "", ""},
-		{"busy", base, 20, false, fmt.Sprintf("port 127.0.0.1:%d is already in use: choose another base_port", base+13), ""},
+		{"busy", base, 20, false, fmt.Sprintf("port 127.0.0.1:%d is already in use (by %s): choose another base_port", base+13, proc.PortHolders(base+13)), ""},
 		{"beyond 65535", 65530, 10, false, "the workers need ports 65530-65539, beyond 65535: lower base_port or workers", ""},
 		{"ephemeral", lo - 5, 10, false, fmt.Sprintf("the workers' ports %d-%d overlap the ephemeral port range %d-%d (%s), where outgoing connections take theirs: %s",
 			lo-5, lo+4, lo, hi, ephemeralRangeFile, portAdvice(lo, hi, 10)), ""},

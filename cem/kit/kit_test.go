@@ -14,6 +14,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 )
 
 // configSystem checks the kit's configuration handling and Start's checks, all of which
@@ -191,7 +192,7 @@ func TestStartBusyPort(t *testing.T) {
 	spec := startSpec(t)
 	spec.BasePort = port - 5 // the busy port is replica 2's second
 	err = kit.New(etcdAbout, &quorumConfigSystem{}).Start(context.Background(), spec)
-	want := "etcd: start: port 127.0.0.1:" + strconv.Itoa(port) + " is already in use"
+	want := "etcd: start: port 127.0.0.1:" + strconv.Itoa(port) + " is already in use (by " + proc.PortHolders(port) + ")"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Start error = %v, want %q", err, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,12 +139,17 @@ func ReservePorts(t testing.TB, n int) int {
 		if !ok {
 			continue
 		}
+		// Every port of the blocks, not only the n asked for: whatever a test's processes bind
+		// in its blocks is theirs, and a port already bound in a block nobody holds is another
+		// program's (or a process that outlived the test that held the block): the block is
+		// skipped, as the port would be busy when a server of this test wants it.
 		base := low + first*portBlock
-		if proc.CheckPortsFree(base, n) != nil {
+		if err := proc.CheckPortsFree(base, blocks*portBlock); err != nil {
+			t.Logf("ports %d-%d skipped: %v", base, base+blocks*portBlock-1, err)
 			closeAll(locks)
 			continue
 		}
-		t.Cleanup(func() { closeAll(locks) })
+		t.Cleanup(func() { release(t, locks, base, blocks*portBlock) })
 		return base
 	}
 	t.Fatalf("no %d free consecutive ports in %d..%d (set $%s to move the range)", n, low, high, PortsEnv)
@@ -172,6 +178,40 @@ func lockBlocks(dir string, base, k int) ([]*os.File, bool) {
 		locks = append(locks, f)
 	}
 	return locks, true
+}
+
+// releaseWait bounds how long a reservation waits at its end for its ports to be free: a
+// SIGKILLed server's sockets close as it exits, which takes a moment for a large JVM.
+const releaseWait = 30 * time.Second
+
+// release ends a reservation once no process listens on any of its count ports from base: a
+// server that outlived its test, still listening when the lock is released, would make the
+// next holder of the block find a port busy (the suite's "port ... is already in use" on a
+// fresh machine). A port still busy after releaseWait fails the test, naming the process,
+// and the block stays locked until the test binary exits.
+func release(t testing.TB, locks []*os.File, base, count int) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	var busy error
+	err := proc.WaitFor(ctx, releaseWait, fmt.Sprintf("ports %d-%d to be free", base, base+count-1), func(context.Context) (bool, error) {
+		busy = proc.CheckPortsFree(base, count)
+		return busy == nil, nil
+	})
+	if err != nil {
+		t.Errorf("at the end of the test, %v after its processes were ended: a process it started outlives it; ports %d-%d stay reserved", busy, base, base+count-1)
+		outlived.Lock()
+		outlived.locks = append(outlived.locks, locks...) // reachable, so never closed by the GC
+		outlived.Unlock()
+		return
+	}
+	closeAll(locks)
+}
+
+// outlived holds the locks of reservations whose ports a process still held at their end,
+// until the test binary exits.
+var outlived struct {
+	sync.Mutex
+	locks []*os.File
 }
 
 // closeAll closes lock files, which releases their locks.

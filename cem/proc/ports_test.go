@@ -1,8 +1,11 @@
 package proc
 
 import (
+	"fmt"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -21,14 +24,19 @@ func TestCheckPortFree(t *testing.T) {
 	freePort := free.Addr().(*net.TCPAddr).Port
 	free.Close()
 
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := fmt.Sprintf("pid %d, %s", os.Getpid(), strings.TrimSpace(string(comm)))
 	tests := []struct {
 		name    string
 		check   func() error
 		wantErr string
 	}{
-		{"busy", func() error { return CheckPortFree(busy) }, "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use"},
+		{"busy", func() error { return CheckPortFree(busy) }, "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use (by " + self + ")"},
 		{"free", func() error { return CheckPortFree(freePort) }, ""},
-		{"range with busy", func() error { return CheckPortsFree(busy, 3) }, "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use"},
+		{"range with busy", func() error { return CheckPortsFree(busy, 3) }, "port 127.0.0.1:" + strconv.Itoa(busy) + " is already in use (by " + self + ")"},
 		{"out of range", func() error { return CheckPortFree(70000) }, "port 127.0.0.1:70000 is out of range"},
 	}
 	for _, tt := range tests {

@@ -72,7 +72,10 @@ DRM of its own, which follows the rules of one of the paper's models (--model):
 The skeleton has every interface that model needs. The DRM's short name is --drm (default
 NAME) and its title --title (default the model's with the system's initial: S/CL/P). No file
 of modulo changes: drop the built binary next to modulo, or in --plugin-dir, and 'modulo
-plugins' lists it. --drm alone names a built-in DRM that the plugin of that name realises.`,
+plugins' lists it. --drm alone names a built-in DRM that the plugin of that name realises.
+
+A file that exists is left alone unless --force; with it, the file is replaced whole (through a
+temporary file renamed over it; a link is kept and the file it names replaced).`,
 		Example: `  modulo plugin new postgres --model sclr --drm pgl --title S/CL/P
   modulo plugin new tikv --model qcz --ports 2 --dir ~/src/modulo-tikv
   modulo plugin new etcd --drm qce --ports 2`,
