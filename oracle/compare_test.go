@@ -24,7 +24,7 @@ func inGroup(g int, r cem.ReplicaData) cem.ReplicaData {
 }
 
 func TestCompare(t *testing.T) {
-	long := strings.Repeat("x", 50)
+	long := strings.Repeat("x", 70)
 	tests := []struct {
 		name      string
 		snap      cem.Snapshot
@@ -89,7 +89,7 @@ func TestCompare(t *testing.T) {
 		{
 			name: "the line names 3 keys, the report all; long values are cut in the line only",
 			snap: replicas(data("k1", "1", "k2", "2", "k3", long, "k4", "4", "k5", "5"), data()),
-			line: `5 keys differ: k1 (r0="1" r1=<missing>), k2 (r0="2" r1=<missing>), k3 (r0="` + long[:16] + `"… (50 bytes, sha256 77cf1206) r1=<missing>), and 2 more`,
+			line: `5 keys differ: k1 (r0="1" r1=<missing>), k2 (r0="2" r1=<missing>), k3 (r0="` + long[:32] + `"… (70 bytes, sha256 c71bd109) r1=<missing>), and 2 more`,
 			report: "5 keys differ:\n" +
 				"  k1\n    replica 0: \"1\"\n    replica 1: <missing>\n" +
 				"  k2\n    replica 0: \"2\"\n    replica 1: <missing>\n" +

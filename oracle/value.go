@@ -11,14 +11,16 @@ import (
 // A value longer than WholeValueLen bytes is shown by ShortValue as its first ValueHeadLen
 // bytes, its length and a short digest: the paper's Redis preset writes 10 KB values, and two
 // replicas' values that differ past their first bytes must still read as different, in one
-// line per key. The full values stay in the failure folder (replicas.json, verdict.txt).
+// line per key. The kit's values start with the schedule's 16-digit ID and the key
+// ("ba5d94d40dfd18ed:k3.1.1"), which the first bytes must show. The full values stay in the
+// failure folder (replicas.json, verdict.txt).
 const (
-	WholeValueLen = 40
-	ValueHeadLen  = 16
+	WholeValueLen = 64
+	ValueHeadLen  = 32
 )
 
 // ShortValue renders a value for a line: quoted whole when it is at most WholeValueLen bytes,
-// else as `"its first bytes"… (10240 bytes, sha256 1f3a…)`.
+// else as `"its first 32 bytes"… (10240 bytes, sha256 b7ce7e2a)`.
 func ShortValue(v string) string {
 	if len(v) <= WholeValueLen {
 		return strconv.Quote(v)

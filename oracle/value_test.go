@@ -5,16 +5,24 @@ import (
 	"testing"
 )
 
+// paper is a value as the paper's Redis preset writes it: the kit's value, padded with dots to
+// 10 KB.
+var paper = "ba5d94d40dfd18ed:k3.1.1" + strings.Repeat(".", 10240-23)
+
+// The digests below are sha256sum's of the same bytes, cut to 8 hex digits.
+const (
+	paperDigest  = "b7ce7e2a" // paper
+	paperXDigest = "c5407281" // paper and an x
+)
+
 func TestShortValue(t *testing.T) {
-	// The digests are sha256sum's of the same bytes, cut to 8 hex digits.
 	tests := []struct{ v, want string }{
 		{"", `""`},
-		{"k1:final", `"k1:final"`},
+		{"55d49ebff3dee241:k1.1:final", `"55d49ebff3dee241:k1.1:final"`},
 		{strings.Repeat("x", WholeValueLen), `"` + strings.Repeat("x", WholeValueLen) + `"`},
-		{strings.Repeat("x", 50), `"xxxxxxxxxxxxxxxx"… (50 bytes, sha256 77cf1206)`},
-		// The paper's Redis preset: a value padded with dots to 10 KB.
-		{"k3.1" + strings.Repeat(".", 10236), `"k3.1............"… (10240 bytes, sha256 ` + dots10k + `)`},
-		{"tab\there" + strings.Repeat("y", 40), `"tab\thereyyyyyyyy"… (48 bytes, sha256 9528c669)`},
+		{strings.Repeat("x", 70), `"` + strings.Repeat("x", 32) + `"… (70 bytes, sha256 c71bd109)`},
+		{paper, `"ba5d94d40dfd18ed:k3.1.1........."… (10240 bytes, sha256 ` + paperDigest + `)`},
+		{"tab\there" + strings.Repeat("y", 60), `"tab\there` + strings.Repeat("y", 24) + `"… (68 bytes, sha256 04b5c703)`},
 	}
 	for _, tt := range tests {
 		if got := ShortValue(tt.v); got != tt.want {
@@ -23,17 +31,15 @@ func TestShortValue(t *testing.T) {
 	}
 }
 
-// dots10k is the digest of "k3.1" and 10,236 dots.
-const dots10k = "6fa01a6d"
-
 func TestAbbreviate(t *testing.T) {
-	long := "k3.1" + strings.Repeat(".", 10236)
+	short := `"ba5d94d40dfd18ed:k3.1.1........."… (10240 bytes, sha256 ` + paperDigest + `)`
 	tests := []struct{ text, want string }{
-		{"1 key differs: k (r0=\"a\" r1=<missing>)", "1 key differs: k (r0=\"a\" r1=<missing>)"},
-		{"k3.1 on replica 1 (acknowledged \"k3.1\", holds \"" + long + "\")",
-			"k3.1 on replica 1 (acknowledged \"k3.1\", holds \"k3.1............\"… (10240 bytes, sha256 " + dots10k + "))"},
-		{"k (r0=\"" + long + "\" r1=\"" + long + "x\")", "k (r0=\"k3.1............\"… (10240 bytes, sha256 " + dots10k + ") r1=\"k3.1............\"… (10241 bytes, sha256 " + dotsx + "))"},
-		{"escaped \"\\\"" + strings.Repeat("q", 45) + "\" end", "escaped \"\\\"qqqqqqqqqqqqqqq\"… (46 bytes, sha256 " + quotes46 + ") end"},
+		{`1 key differs: k (r0="a" r1=<missing>)`, `1 key differs: k (r0="a" r1=<missing>)`},
+		{`k3.1.1 on replica 1 (acknowledged "ba5d94d40dfd18ed:k3.1.1", holds "` + paper + `")`,
+			`k3.1.1 on replica 1 (acknowledged "ba5d94d40dfd18ed:k3.1.1", holds ` + short + `)`},
+		{`k (r0="` + paper + `" r1="` + paper + `x")`,
+			`k (r0=` + short + ` r1="ba5d94d40dfd18ed:k3.1.1........."… (10241 bytes, sha256 ` + paperXDigest + `))`},
+		{`escaped "\"` + strings.Repeat("q", 70) + `" end`, `escaped "\"` + strings.Repeat("q", 31) + `"… (71 bytes, sha256 26e9e764) end`},
 	}
 	for _, tt := range tests {
 		if got := Abbreviate(tt.text); got != tt.want {
@@ -41,9 +47,3 @@ func TestAbbreviate(t *testing.T) {
 		}
 	}
 }
-
-// dotsx is the digest of "k3.1", 10,236 dots and an x.
-const dotsx = "4def0447"
-
-// quotes46 is the digest of a double quote and 45 q's.
-const quotes46 = "783dee82"

@@ -11,12 +11,13 @@ import (
 // bytes, length and digest, so that two that differ only past their first bytes still read as
 // different, and the caption says where the whole values are.
 func TestDataTableLongValues(t *testing.T) {
-	long := "k1.1" + strings.Repeat(".", 10236)
+	long := "k1.1" + strings.Repeat(".", 10236) // sha256 c9da7246; with an x, 8bd4d9d1
 	snap := &cem.Snapshot{Replicas: []cem.ReplicaData{
 		{Data: map[string]string{"k1.1": long, "k2.1": long, "short": "v"}},
 		{Data: map[string]string{"k1.1": long + "x", "k2.1": long, "short": "v"}},
 	}}
 	d := newDataTable(snap)
+	dots28 := strings.Repeat(".", 28)
 	cells := map[string][]string{}
 	for _, r := range d.Rows {
 		for _, c := range r.Cells {
@@ -24,8 +25,8 @@ func TestDataTableLongValues(t *testing.T) {
 		}
 	}
 	want := map[string][]string{
-		"k1.1":  {`"k1.1............"… (10240 bytes, sha256 c9da7246)`, `"k1.1............"… (10241 bytes, sha256 8bd4d9d1)`},
-		"k2.1":  {`"k1.1............"… (10240 bytes, sha256 c9da7246)`, `"k1.1............"… (10240 bytes, sha256 c9da7246)`},
+		"k1.1":  {`"k1.1` + dots28 + `"… (10240 bytes, sha256 c9da7246)`, `"k1.1` + dots28 + `"… (10241 bytes, sha256 8bd4d9d1)`},
+		"k2.1":  {`"k1.1` + dots28 + `"… (10240 bytes, sha256 c9da7246)`, `"k1.1` + dots28 + `"… (10240 bytes, sha256 c9da7246)`},
 		"short": {"v", "v"},
 	}
 	for k, w := range want {
