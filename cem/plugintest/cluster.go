@@ -67,7 +67,7 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		DRM:         s.drm.Name,
 		Ops:         s.params.Ops,
 		Replicas:    s.params.Replicas,
-		Dir:         t.TempDir(),
+		Dir:         clusterDir(t),
 		BasePort:    s.ports(t, n),
 		ScheduleID:  schedules.ID(s.drm.Name, s.params, schedules.Body(steps)),
 		Config:      config,
@@ -82,6 +82,20 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		}
 	})
 	return c
+}
+
+// clusterDir makes a directory of t's for a cluster, which any user can enter: a plugin may run
+// its servers as another user (PostgreSQL refuses root), and may not change a directory above
+// its cluster's. The testing package makes t's directories 0700; both levels are t's own.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // BuildPlugin builds the Go package pkg (an import path) as cem.PluginPrefix+name in a directory

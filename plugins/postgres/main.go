@@ -111,13 +111,8 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		// setpriv's credential change clears the parent-death signal that the kit sets: it sets
 		// it again, so that a server still dies with the plugin.
 		s.asUser = []string{"setpriv", "--reuid=" + owner.Uid, "--regid=" + owner.Gid, "--init-groups", "--pdeathsig=KILL", "--"}
-		// The user must reach the cluster's directory: a test's temporary directory is 0700.
-		for d := c.Spec.Dir; d != "/"; d = filepath.Dir(d) {
-			if fi, err := os.Stat(d); err == nil && fi.Mode().Perm()&0o001 == 0 {
-				if err := os.Chmod(d, fi.Mode().Perm()|0o011); err != nil {
-					return err
-				}
-			}
+		if err := reachable(c.Spec.Dir, owner); err != nil {
+			return err
 		}
 	}
 	template := filepath.Join(c.Spec.Dir, "template")
@@ -160,6 +155,50 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 }
 
 // own makes dir and gives it to the servers' user.
+// reachable opens the cluster's directory dir to u, who runs the servers, and checks that u
+// can enter every directory above it. Those are not the plugin's: it never changes them (it
+// once added o+x to each, /root included), and one that u cannot enter is an error naming it.
+func reachable(dir string, u *user.User) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gids := map[uint32]bool{}
+	groups, _ := u.GroupIds()
+	for _, g := range append(groups, u.Gid) {
+		if id, err := strconv.Atoi(g); err == nil {
+			gids[uint32(id)] = true
+		}
+	}
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		perm := fi.Mode().Perm()
+		var enter bool
+		switch {
+		case st.Uid == uint32(uid):
+			enter = perm&0o100 != 0
+		case gids[st.Gid]:
+			enter = perm&0o010 != 0
+		default:
+			enter = perm&0o001 != 0
+		}
+		if !enter {
+			return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): give the campaign a results_dir that %s can reach, such as /var/tmp/modulo-results, or set [postgres] user", u.Username, d, fi.Mode(), u.Username)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
 func (s *system) own(dir string, u *user.User) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
