@@ -184,7 +184,7 @@ func TestRunVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantVerdict := "verdict: fail\n\n1 key differs:\n  key:1\n    replica 0: \"" + all[1].ID + "\"\n    replica 1: <missing>\n    replica 2: \"" + all[1].ID + "\"\n"
+	wantVerdict := "verdict: fail\n\n1 key differs:\n  key:1: r0=\"" + all[1].ID + "\" r1=<missing> r2=\"" + all[1].ID + "\"\n"
 	if string(verdict) != wantVerdict {
 		t.Errorf("verdict.txt:\n%s\nwant:\n%s", verdict, wantVerdict)
 	}

@@ -137,7 +137,7 @@ func (d Divergence) Line() string {
 	if n := len(d.Keys); n > 0 {
 		var ks []string
 		for _, k := range d.Keys[:min(n, DetailKeys)] {
-			ks = append(ks, fmt.Sprintf("%s (%s)", k.Key, d.values(k)))
+			ks = append(ks, fmt.Sprintf("%s (%s)", k.Key, d.values(k, ShortValue)))
 		}
 		s := fmt.Sprintf("%d %s: %s", n, words.Plural(n, "key differs", "keys differ"), strings.Join(ks, ", "))
 		if n > DetailKeys {
@@ -148,8 +148,8 @@ func (d Divergence) Line() string {
 	return strings.Join(parts, "; ")
 }
 
-// Report says in full how the replicas differ: every unreadable replica, every differing key
-// with every replica's value.
+// Report says in full how the replicas differ: every unreadable replica, and every differing
+// key in a line of its own with every replica's whole value.
 func (d Divergence) Report() string {
 	var b strings.Builder
 	if g := d.Groups(); g != "" {
@@ -161,20 +161,17 @@ func (d Divergence) Report() string {
 	if n := len(d.Keys); n > 0 {
 		fmt.Fprintf(&b, "%d %s:\n", n, words.Plural(n, "key differs", "keys differ"))
 		for _, k := range d.Keys {
-			fmt.Fprintf(&b, "  %s\n", k.Key)
-			for i := range d.Replicas {
-				fmt.Fprintf(&b, "    replica %d: %s\n", i, d.value(k, i, strconv.Quote))
-			}
+			fmt.Fprintf(&b, "  %s: %s\n", k.Key, d.values(k, strconv.Quote))
 		}
 	}
 	return b.String()
 }
 
-// values renders every replica's value of k for the one-line detail: "r0="v1" r1=<missing>".
-func (d Divergence) values(k KeyDiff) string {
+// values renders every replica's value of k with show: `r0="v1" r1=<missing>`.
+func (d Divergence) values(k KeyDiff, show func(string) string) string {
 	vs := make([]string, d.Replicas)
 	for i := range vs {
-		vs[i] = fmt.Sprintf("r%d=%s", i, d.value(k, i, ShortValue))
+		vs[i] = fmt.Sprintf("r%d=%s", i, d.value(k, i, show))
 	}
 	return strings.Join(vs, " ")
 }

@@ -46,13 +46,13 @@ func TestCompare(t *testing.T) {
 			name:   "a value differs",
 			snap:   replicas(data("a", "1"), data("a", "2"), data("a", "1")),
 			line:   `1 key differs: a (r0="1" r1="2" r2="1")`,
-			report: "1 key differs:\n  a\n    replica 0: \"1\"\n    replica 1: \"2\"\n    replica 2: \"1\"\n",
+			report: "1 key differs:\n  a: r0=\"1\" r1=\"2\" r2=\"1\"\n",
 		},
 		{
 			name:   "a key is missing, an empty value is not",
 			snap:   replicas(data("a", ""), data()),
 			line:   `1 key differs: a (r0="" r1=<missing>)`,
-			report: "1 key differs:\n  a\n    replica 0: \"\"\n    replica 1: <missing>\n",
+			report: "1 key differs:\n  a: r0=\"\" r1=<missing>\n",
 		},
 		{
 			name:   "an unreadable replica is a fail, and is named",
@@ -67,11 +67,10 @@ func TestCompare(t *testing.T) {
 			report: "replica 0 could not be read: down\nreplica 1 could not be read: down\n",
 		},
 		{
-			name: "unreadable and differing",
-			snap: replicas(data("a", "1"), data("a", "2"), cem.ReplicaData{Err: "down"}),
-			line: `replica 2 unreadable: down; 1 key differs: a (r0="1" r1="2" r2=<unreadable>)`,
-			report: "replica 2 could not be read: down\n1 key differs:\n  a\n" +
-				"    replica 0: \"1\"\n    replica 1: \"2\"\n    replica 2: <unreadable>\n",
+			name:   "unreadable and differing",
+			snap:   replicas(data("a", "1"), data("a", "2"), cem.ReplicaData{Err: "down"}),
+			line:   `replica 2 unreadable: down; 1 key differs: a (r0="1" r1="2" r2=<unreadable>)`,
+			report: "replica 2 could not be read: down\n1 key differs:\n  a: r0=\"1\" r1=\"2\" r2=<unreadable>\n",
 		},
 		{
 			name:      "groups agree within, not across",
@@ -84,18 +83,18 @@ func TestCompare(t *testing.T) {
 			name:   "a group disagrees within",
 			snap:   replicas(inGroup(0, data("a", "1")), inGroup(1, data("a", "2")), inGroup(1, data())),
 			line:   `compared within 2 groups: {0} {1 2}; 1 key differs: a (r0="1" r1="2" r2=<missing>)`,
-			report: "replicas compared within 2 groups: {0} {1 2}\n1 key differs:\n  a\n    replica 0: \"1\"\n    replica 1: \"2\"\n    replica 2: <missing>\n",
+			report: "replicas compared within 2 groups: {0} {1 2}\n1 key differs:\n  a: r0=\"1\" r1=\"2\" r2=<missing>\n",
 		},
 		{
-			name: "the line names 3 keys, the report all; long values are cut in the line only",
+			name: "the line names 3 keys, the report all, a line each; long values are shortened in the line only",
 			snap: replicas(data("k1", "1", "k2", "2", "k3", long, "k4", "4", "k5", "5"), data()),
 			line: `5 keys differ: k1 (r0="1" r1=<missing>), k2 (r0="2" r1=<missing>), k3 (r0="` + long[:32] + `"… (70 bytes, sha256 c71bd109) r1=<missing>), and 2 more`,
 			report: "5 keys differ:\n" +
-				"  k1\n    replica 0: \"1\"\n    replica 1: <missing>\n" +
-				"  k2\n    replica 0: \"2\"\n    replica 1: <missing>\n" +
-				"  k3\n    replica 0: \"" + long + "\"\n    replica 1: <missing>\n" +
-				"  k4\n    replica 0: \"4\"\n    replica 1: <missing>\n" +
-				"  k5\n    replica 0: \"5\"\n    replica 1: <missing>\n",
+				"  k1: r0=\"1\" r1=<missing>\n" +
+				"  k2: r0=\"2\" r1=<missing>\n" +
+				"  k3: r0=\"" + long + "\" r1=<missing>\n" +
+				"  k4: r0=\"4\" r1=<missing>\n" +
+				"  k5: r0=\"5\" r1=<missing>\n",
 		},
 	}
 	for _, tt := range tests {
