@@ -4,6 +4,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -55,6 +56,8 @@ type cluster struct {
 	spec     cem.ClusterSpec
 	groups   []proc.PidFile
 	tornDown bool
+	// strayPorts are the ports outside the cluster's that a server was found listening on.
+	strayPorts map[int]bool
 }
 
 // newCluster prepares a cluster of p in a directory of t's, on free ports, for the schedule
@@ -63,7 +66,7 @@ type cluster struct {
 func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.Transition) *cluster {
 	t.Helper()
 	n := s.params.Replicas * s.info.Capabilities.PortsPerReplica
-	c := &cluster{s: s, p: p, spec: cem.ClusterSpec{
+	c := &cluster{s: s, p: p, strayPorts: map[int]bool{}, spec: cem.ClusterSpec{
 		DRM:         s.drm.Name,
 		Ops:         s.params.Ops,
 		Replicas:    s.params.Replicas,
@@ -314,6 +317,46 @@ func (c *cluster) record(t *testing.T) {
 			c.groups = append(c.groups, f)
 		}
 	}
+	c.checkPorts(t, files)
+}
+
+// checkPorts fails t for every port a server of the cluster listens on outside the cluster's
+// ports: a port of its own choosing (an admin console, a metrics endpoint) is another
+// cluster's, or another test's, and two clusters side by side would collide on it.
+func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
+	t.Helper()
+	strays, err := c.strays(files)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, s := range strays {
+		t.Error(s)
+	}
+}
+
+// strays says, once each, which ports outside the cluster's the process groups of files listen
+// on.
+func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
+	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1
+	var out []string
+	var errs []error
+	for _, f := range files {
+		if start, err := proc.StartTime(f.Pid); err == nil && start != f.Start {
+			continue // the pid is another process's now, and its group too
+		}
+		ports, err := proc.GroupListens(f.Pid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, p := range ports {
+			if (p < first || p > last) && !c.strayPorts[p] {
+				c.strayPorts[p] = true
+				out = append(out, fmt.Sprintf("%s (process group %d) listens on port %d, outside the cluster's ports %d-%d: every port a server opens must be one the kit gave it", f.Path, f.Pid, p, first, last))
+			}
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // teardownChecked tears the cluster down twice, which must succeed both times, and checks that

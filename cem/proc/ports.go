@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,7 +48,12 @@ func CheckPortsFree(base, count int) error {
 // which process to end. It is empty when none is found (another user's process, whose open
 // files cannot be read, or one that closed the port meanwhile).
 func PortHolders(port int) string {
-	inodes := listeningInodes(port)
+	var inodes []string
+	for inode, p := range listeners() {
+		if p == port {
+			inodes = append(inodes, inode)
+		}
+	}
 	if len(inodes) == 0 {
 		return ""
 	}
@@ -58,23 +64,52 @@ func PortHolders(port int) string {
 		if err != nil {
 			continue
 		}
-		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
-		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name()))
-			if err == nil && inodes[link] {
-				comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
-				who = append(who, fmt.Sprintf("pid %d, %s", pid, strings.TrimSpace(string(comm))))
-				break
-			}
+		if slices.ContainsFunc(sockets(pid), func(s string) bool { return slices.Contains(inodes, s) }) {
+			comm, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "comm"))
+			who = append(who, fmt.Sprintf("pid %d, %s", pid, strings.TrimSpace(string(comm))))
 		}
 	}
 	return strings.Join(who, "; ")
 }
 
-// listeningInodes returns the socket inodes, as /proc/PID/fd links name them
-// ("socket:[1234]"), of the TCP sockets listening on port.
-func listeningInodes(port int) map[string]bool {
-	inodes := map[string]bool{}
+// GroupListens returns the TCP ports that the live processes of group pgid listen on, sorted:
+// what a test checks against the ports it gave a cluster.
+func GroupListens(pgid int) ([]int, error) {
+	pids, err := groupPids(pgid)
+	if err != nil {
+		return nil, err
+	}
+	all := listeners()
+	var ports []int
+	for _, pid := range pids {
+		for _, s := range sockets(pid) {
+			if p, ok := all[s]; ok && !slices.Contains(ports, p) {
+				ports = append(ports, p)
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports, nil
+}
+
+// sockets lists the sockets pid has open, as its fd links name them ("socket:[1234]"); none
+// when its open files cannot be read (it exited, or is another user's).
+func sockets(pid int) []string {
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
+	fds, _ := os.ReadDir(dir)
+	var out []string
+	for _, fd := range fds {
+		if link, err := os.Readlink(filepath.Join(dir, fd.Name())); err == nil && strings.HasPrefix(link, "socket:[") {
+			out = append(out, link)
+		}
+	}
+	return out
+}
+
+// listeners maps every listening TCP socket (IPv4 and IPv6), by the name its fd links have
+// ("socket:[1234]"), to its port.
+func listeners() map[string]int {
+	found := map[string]int{}
 	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(table)
 		if err != nil {
@@ -90,11 +125,11 @@ func listeningInodes(port int) map[string]bool {
 				continue
 			}
 			_, hexPort, _ := strings.Cut(fields[1], ":")
-			if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(p) == port {
-				inodes["socket:["+fields[9]+"]"] = true
+			if p, err := strconv.ParseUint(hexPort, 16, 16); err == nil {
+				found["socket:["+fields[9]+"]"] = int(p)
 			}
 		}
 		f.Close()
 	}
-	return inodes
+	return found
 }

@@ -1,12 +1,16 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckPortFree(t *testing.T) {
@@ -50,5 +54,63 @@ func TestCheckPortFree(t *testing.T) {
 				t.Errorf("err = %q, want %q", got, tt.wantErr)
 			}
 		})
+	}
+}
+
+// listenerEnv makes the test binary a server that listens on two ports the kernel picks,
+// writes them to ports in its directory and waits to be killed.
+const listenerEnv = "PROC_TEST_LISTENER"
+
+func listener() {
+	var ports []string
+	for range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	}
+	if err := os.WriteFile("ports", []byte(strings.Join(ports, " ")), 0o644); err != nil {
+		os.Exit(1)
+	}
+	select {}
+}
+
+// TestGroupListens finds the ports a process group listens on: a server's, and none of the
+// test's own.
+func TestGroupListens(t *testing.T) {
+	mine, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	dir := t.TempDir()
+	p, err := StartProcess(ProcessSpec{Name: "listener", Dir: dir, Path: os.Args[0], Args: []string{"-test.run=^$"}, Env: append(os.Environ(), listenerEnv+"=1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill(context.Background()) })
+	var want string
+	err = WaitFor(context.Background(), 10*time.Second, "the listener's ports", func(context.Context) (bool, error) {
+		b, err := os.ReadFile(filepath.Join(dir, "ports"))
+		want = string(b)
+		return err == nil && strings.Count(want, " ") == 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := GroupListens(p.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotS []string
+	for _, port := range got {
+		gotS = append(gotS, strconv.Itoa(port))
+	}
+	wantS := strings.Fields(want)
+	slices.SortFunc(wantS, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	if strings.Join(gotS, " ") != strings.Join(wantS, " ") {
+		t.Errorf("GroupListens = %v, want %v (and not the test's own %v)", got, wantS, mine.Addr())
 	}
 }

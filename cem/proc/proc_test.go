@@ -292,8 +292,12 @@ func TestParentDeathKillsServer(t *testing.T) {
 }
 
 // TestMain turns the test binary into the stand-in plugin of TestParentDeathKillsServer when
-// asked to: it starts a server, prints its pid and waits to be killed.
+// asked to: it starts a server, prints its pid and waits to be killed; or into the listener of
+// TestGroupListens.
 func TestMain(m *testing.M) {
+	if os.Getenv(listenerEnv) != "" {
+		listener()
+	}
 	if dir := os.Getenv("CEM_HELPER_PLUGIN_DIR"); dir != "" {
 		p, err := StartProcess(ProcessSpec{Name: "server", Dir: dir, Path: "/bin/sleep", Args: []string{"300"}})
 		if err != nil {
