@@ -334,6 +334,7 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 	case err == nil && strings.Contains(out, "no rewind required") && s.primary[r.Index]:
 		fallback = fmt.Sprintf("pg_rewind says no rewind is required, but %s ran as a primary since it last took a source's history, perhaps on %s's timeline", r.Name, src.Name)
 	case err == nil && strings.Contains(out, "no rewind required"):
+		c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
 	case err == nil:
 		rewritten = true
 		s.primary[r.Index] = false

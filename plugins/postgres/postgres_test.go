@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -67,5 +68,21 @@ func TestReachable(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(open, "cluster")); fi.Mode().Perm() != 0o711 {
 		t.Errorf("the cluster's directory is %v, want it opened to the servers' user", fi.Mode())
+	}
+}
+
+func TestParseObservation(t *testing.T) {
+	tests := []struct {
+		row  string
+		want map[string]string
+	}{
+		{"t\t0/4008A98\t2\n", map[string]string{"role": "standby", "epoch": "timeline 2", "position": "0/4008A98"}},
+		{"f\t0/40066A0\t1", map[string]string{"role": "primary", "epoch": "timeline 1", "position": "0/40066A0"}},
+		{"f\t0/1", map[string]string{"psql": `unexpected row "f\t0/1"`}},
+	}
+	for _, tt := range tests {
+		if got := parseObservation(tt.row); !maps.Equal(got, tt.want) {
+			t.Errorf("parseObservation(%q) = %v, want %v", tt.row, got, tt.want)
+		}
 	}
 }
