@@ -4,7 +4,6 @@ package plugintest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -338,25 +337,27 @@ func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
 // on.
 func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
 	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1
-	var out []string
-	var errs []error
+	var pgids []int
 	for _, f := range files {
 		if start, err := proc.StartTime(f.Pid); err == nil && start != f.Start {
 			continue // the pid is another process's now, and its group too
 		}
-		ports, err := proc.GroupListens(f.Pid)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, p := range ports {
+		pgids = append(pgids, f.Pid)
+	}
+	listens, err := proc.GroupListens(pgids...)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
+		for _, p := range listens[f.Pid] {
 			if (p < first || p > last) && !c.strayPorts[p] {
 				c.strayPorts[p] = true
 				out = append(out, fmt.Sprintf("%s (process group %d) listens on port %d, outside the cluster's ports %d-%d: every port a server opens must be one the kit gave it", f.Path, f.Pid, p, first, last))
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
 // teardownChecked tears the cluster down twice, which must succeed both times, and checks that

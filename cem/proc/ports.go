@@ -72,24 +72,27 @@ func PortHolders(port int) string {
 	return strings.Join(who, "; ")
 }
 
-// GroupListens returns the TCP ports that the live processes of group pgid listen on, sorted:
-// what a test checks against the ports it gave a cluster.
-func GroupListens(pgid int) ([]int, error) {
-	pids, err := groupPids(pgid)
+// GroupListens returns, for each of the process groups pgids, the TCP ports its live
+// processes listen on, sorted: what a test checks against the ports it gave a cluster. The
+// processes and the listening sockets are read once for all the groups.
+func GroupListens(pgids ...int) (map[int][]int, error) {
+	members, err := groupsPids(pgids...)
 	if err != nil {
 		return nil, err
 	}
 	all := listeners()
-	var ports []int
-	for _, pid := range pids {
-		for _, s := range sockets(pid) {
-			if p, ok := all[s]; ok && !slices.Contains(ports, p) {
-				ports = append(ports, p)
+	listens := map[int][]int{}
+	for pgid, pids := range members {
+		for _, pid := range pids {
+			for _, s := range sockets(pid) {
+				if p, ok := all[s]; ok && !slices.Contains(listens[pgid], p) {
+					listens[pgid] = append(listens[pgid], p)
+				}
 			}
 		}
+		slices.Sort(listens[pgid])
 	}
-	slices.Sort(ports)
-	return ports, nil
+	return listens, nil
 }
 
 // sockets lists the sockets pid has open, as its fd links name them ("socket:[1234]"); none

@@ -100,10 +100,11 @@ func TestGroupListens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := GroupListens(p.Pid)
+	listens, err := GroupListens(p.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := listens[p.Pid]
 	var gotS []string
 	for _, port := range got {
 		gotS = append(gotS, strconv.Itoa(port))

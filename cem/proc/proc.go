@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -301,11 +302,17 @@ func GroupAlive(pgid int) (bool, error) {
 
 // groupPids lists the live processes of group pgid.
 func groupPids(pgid int) ([]int, error) {
+	members, err := groupsPids(pgid)
+	return members[pgid], err
+}
+
+// groupsPids lists the live processes of each of the groups pgids, in one pass over /proc.
+func groupsPids(pgids ...int) (map[int][]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	var pids []int
+	members := map[int][]int{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -315,11 +322,11 @@ func groupPids(pgid int) ([]int, error) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
-			pids = append(pids, pid)
+		if slices.Contains(pgids, st.pgrp) && st.state != 'Z' && st.state != 'X' {
+			members[st.pgrp] = append(members[st.pgrp], pid)
 		}
 	}
-	return pids, nil
+	return members, nil
 }
 
 // procStat holds the fields of /proc/<pid>/stat that identify a process.
