@@ -446,8 +446,17 @@ func sameDir(a, b string) (bool, error) {
 // so that the move never crosses file systems (dir may be a mount point), else dir's parent.
 type mergeOutput struct {
 	dir, staging string
-	empty        bool
+	into         placement
 }
+
+// placement is how a merge is put in its output directory, as mergeTarget found it.
+type placement int
+
+const (
+	intoNew   placement = iota // dir does not exist: the merge is renamed to it
+	intoEmpty                  // dir is an empty directory, the user's: kept, and filled
+	intoMerge                  // dir holds an earlier merge, a merge's own: replaced whole
+)
 
 // mergeTarget checks the output directory dst: it must not exist, be an empty directory, or
 // hold an earlier merge, which is replaced whole.
@@ -462,7 +471,7 @@ func mergeTarget(dst string) (mergeOutput, error) {
 		if err := os.MkdirAll(parent, 0o755); err != nil {
 			return mergeOutput{}, fmt.Errorf("merge: %w", err)
 		}
-		return mergeOutput{dir: dir, staging: parent}, nil
+		return mergeOutput{dir: dir, staging: parent, into: intoNew}, nil
 	}
 	if err != nil {
 		return mergeOutput{}, fmt.Errorf("merge: %w", err)
@@ -479,7 +488,7 @@ func mergeTarget(dst string) (mergeOutput, error) {
 		return mergeOutput{}, fmt.Errorf("merge: %w", err)
 	}
 	if len(entries) == 0 {
-		return mergeOutput{dir: dir, staging: dir, empty: true}, nil
+		return mergeOutput{dir: dir, staging: dir, into: intoEmpty}, nil
 	}
 	prev, err := ReadCampaign(filepath.Join(dir, CampaignFile))
 	if err != nil || prev.Merged == nil {
@@ -488,14 +497,17 @@ func mergeTarget(dst string) (mergeOutput, error) {
 	if !prev.Resumed.IsZero() {
 		return mergeOutput{}, fmt.Errorf("merge: %s was resumed by modulo run after it was merged, and its new records would be lost: choose another output directory", dst)
 	}
-	return mergeOutput{dir: dir, staging: filepath.Dir(dir)}, nil
+	return mergeOutput{dir: dir, staging: filepath.Dir(dir), into: intoMerge}, nil
 }
 
 // place moves the merged directory tmp into o.dir. An empty directory, which the user made,
 // is kept and filled, campaign.json last, so that it is never read as a campaign before it
 // holds one; an earlier merge, which a merge made, is swapped out whole.
 func (o mergeOutput) place(tmp string) error {
-	if o.empty {
+	switch o.into {
+	case intoNew:
+		return os.Rename(tmp, o.dir)
+	case intoEmpty:
 		entries, err := os.ReadDir(tmp)
 		if err != nil {
 			return fmt.Errorf("merge: %w", err)
@@ -512,9 +524,6 @@ func (o mergeOutput) place(tmp string) error {
 			}
 		}
 		return nil
-	}
-	if _, err := os.Lstat(o.dir); errors.Is(err, fs.ErrNotExist) {
-		return os.Rename(tmp, o.dir)
 	}
 	old := tmp + ".old"
 	if err := os.Rename(o.dir, old); err != nil {
