@@ -107,8 +107,9 @@ type StepReport struct {
 	// which term, each replica's position, how it was resynced. Fields are the plugin's own
 	// (the Observe constants name the common ones); they explain verdicts and replays.
 	Observations []Observation
-	// Alarms are problems that the system's own checks report after the step (ZooKeeper's
-	// digest mismatches): each makes the schedule fail.
+	// Alarms are problems that the system reports after the step (ZooKeeper's digest
+	// mismatches, a standby that PostgreSQL says cannot follow its primary): each makes the
+	// schedule fail.
 	Alarms []Alarm
 }
 
@@ -137,10 +138,14 @@ const (
 	ObserveSync     = "sync"     // how the replica was resynced since the last observation
 )
 
-// Alarm is a problem that the system's own check reports on a replica (by abstract index).
+// Alarm is a problem that the system reports on a replica (by abstract index).
 type Alarm struct {
 	Replica int
 	What    string
+	// Broken says that the system itself says replication to the replica is broken for good:
+	// its server logs again and again a line that the plugin names as such (kit.LineKind),
+	// while it should be syncing. Without it, the alarm is a failed self-check.
+	Broken bool
 }
 
 // ReplicaData is the data one replica holds at the end of a schedule.

@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -562,7 +561,8 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		}
 		if len(report.Alarms) > 0 {
 			early = &outcome{}
-			early.fail(oracle.SelfCheck, i+1, alarmLine(report.Alarms))
+			class, line := oracle.Alarms(report.Alarms)
+			early.fail(class, i+1, line)
 			continue
 		}
 		if slices.Contains(start.Save, i+1) {
@@ -725,15 +725,6 @@ func (o *outcome) fail(class oracle.Class, step int, line string) {
 	if step > 0 {
 		o.detail = fmt.Sprintf("after step %d: %s", step, line)
 	}
-}
-
-// alarmLine says in one line what the system's own checks reported.
-func alarmLine(alarms []cem.Alarm) string {
-	parts := make([]string, len(alarms))
-	for i, a := range alarms {
-		parts[i] = fmt.Sprintf("replica %d: %s", a.Replica, a.What)
-	}
-	return "the system's own check: " + strings.Join(parts, "; ")
 }
 
 // read reads every replica's data; what failed is recorded in o.

@@ -22,7 +22,31 @@ const (
 	LostWrite Class = "lost-write"
 	// SelfCheck: the system's own consistency check raised an alarm.
 	SelfCheck Class = "self-check"
+	// BrokenReplication: the system itself says that a replica can never resync with its
+	// source: while it should be syncing, its server logs again and again a line that its
+	// plugin names as broken replication (PostgreSQL's "record with incorrect prev-link").
+	// The replica stays behind for good: a convergence failure, not an incomplete schedule.
+	BrokenReplication Class = "broken-replication"
 )
+
+// Classes lists the classes of failure, in the order summaries name them.
+var Classes = []Class{Diverged, LostWrite, BrokenReplication, SelfCheck}
+
+// Alarms judges the alarms a step raised: the class of failure (broken replication when any
+// alarm says so, else a failed self-check) and one line naming every alarm.
+func Alarms(alarms []cem.Alarm) (Class, string) {
+	class, parts := SelfCheck, make([]string, len(alarms))
+	for i, a := range alarms {
+		parts[i] = fmt.Sprintf("replica %d: %s", a.Replica, a.What)
+		if a.Broken {
+			class = BrokenReplication
+		}
+	}
+	if class == BrokenReplication {
+		return class, "the system says replication is broken: " + strings.Join(parts, "; ")
+	}
+	return class, "the system's own check: " + strings.Join(parts, "; ")
+}
 
 // Check says when a run is judged.
 type Check string

@@ -295,7 +295,7 @@ func (s *Summary) Classes() string {
 		}
 	}
 	var parts []string
-	for _, class := range []oracle.Class{oracle.Diverged, oracle.LostWrite, oracle.SelfCheck} {
+	for _, class := range oracle.Classes {
 		if count[class] == 0 {
 			continue
 		}

@@ -884,11 +884,13 @@ func (x *Observation) GetFields() map[string]string {
 	return nil
 }
 
-// A problem the system's own check reports on one replica.
+// A problem the system reports on one replica: a failed self-check, or, when broken is set,
+// replication to the replica that the system itself says is broken for good.
 type Alarm struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Replica       int64                  `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
 	What          string                 `protobuf:"bytes,2,opt,name=what,proto3" json:"what,omitempty"`
+	Broken        bool                   `protobuf:"varint,3,opt,name=broken,proto3" json:"broken,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -935,6 +937,13 @@ func (x *Alarm) GetWhat() string {
 		return x.What
 	}
 	return ""
+}
+
+func (x *Alarm) GetBroken() bool {
+	if x != nil {
+		return x.Broken
+	}
+	return false
 }
 
 type Action struct {
@@ -1642,10 +1651,11 @@ const file_cem_proto_rawDesc = "" +
 	"\x06fields\x18\x02 \x03(\v2#.modulo.cem.Observation.FieldsEntryR\x06fields\x1a9\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"5\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
 	"\x05Alarm\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x03R\areplica\x12\x12\n" +
-	"\x04what\x18\x02 \x01(\tR\x04what\"f\n" +
+	"\x04what\x18\x02 \x01(\tR\x04what\x12\x16\n" +
+	"\x06broken\x18\x03 \x01(\bR\x06broken\"f\n" +
 	"\x06Action\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x03R\areplica\x12\x12\n" +

@@ -98,6 +98,9 @@ and at the end (--check end: at the end only, as the Modulo paper did):
   fail        a check failed, after step k or at the end; its class says which:
                 divergence  replicas that must have converged differ: which keys, each value
                 lost-write  a write the system acknowledged is missing or changed
+                broken-replication  the system says a replica can never resync: its
+                            server logs a broken link again and again (PostgreSQL's
+                            "record with incorrect prev-link")
                 self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start
