@@ -30,6 +30,15 @@
 // (status commands, logs, files). The kit keeps to the same rule: its probe rewrites the
 // schedule's own keys. Only break_realisation, which breaks the realisation on purpose, writes
 // keys of the kit's own (ProbeKey, BehindKey).
+//
+// A plugin realises what the system's own tools and operators do, and never repairs what the
+// system gets wrong. Where a tool's answer is wrong (a rewind that keeps writes its new source
+// never had, a truncation that keeps a transaction), that is a finding for the campaign to
+// report, never something the plugin routes around: a plugin that second-guesses the tool
+// hides the very failure modulo is there to find. An operator's fallback is allowed only where
+// the system's documentation prescribes it (PostgreSQL's: a fresh base backup where pg_rewind
+// fails), and is then an action in the record (Cluster.Record). Where the system says its own
+// replication is broken, a SyncLogger line kind marked Broken turns that into an alarm.
 package kit
 
 import (
@@ -165,8 +174,8 @@ type Linker interface {
 
 // ErrNeedsStop is what Linker.Follow or Unfollow returns for a server that changes its source
 // only by a restart (PostgreSQL turns a primary into a standby by restarting it, and pg_rewind
-// needs the server stopped). The kit then stops the server (SIGKILL, as a crash), calls
-// Relinker.Relink while it is down, and starts it again.
+// needs the server stopped). The kit then stops the server (SIGKILL, as a crash, or the
+// system's clean stop, Stopper), calls Relinker.Relink while it is down, and starts it again.
 var ErrNeedsStop = errors.New("the server changes its source only by a restart")
 
 // Relinker is implemented by a link system whose Follow or Unfollow may return ErrNeedsStop.
@@ -234,9 +243,22 @@ type SelfChecker interface {
 
 // Snapshotter is implemented by a link system for S/CL/R's offline resyncs. CopySnapshot
 // replaces the data of the crashed replica to (which is down) with a fresh snapshot of the
-// running replica from, so that to's next start loads it.
+// running replica from, so that to's next start loads it. It says whether the copy starts
+// following from: a Redis RDB file starts a primary, a PostgreSQL base backup starts in
+// recovery, as a standby. A copy that follows is made a primary the system's way when the
+// model wants one (OFFLINE_2): by Unfollow, a promotion.
 type Snapshotter interface {
-	CopySnapshot(ctx context.Context, c *Cluster, from, to *Replica) error
+	CopySnapshot(ctx context.Context, c *Cluster, from, to *Replica) (follows bool, err error)
+}
+
+// Stopper is implemented by a Relinker whose operators stop a server cleanly to relink it.
+// PostgreSQL's pg_rewind needs a target that was shut down cleanly, and a standby killed in
+// recovery can be recovered only as a primary, which writes WAL of its own: a tool that must
+// run on a killed standby would change what it judges. Stop asks r's server to shut down and
+// returns once it has; the kit then reaps what is left of its process group and calls Relink.
+// Without it, the kit SIGKILLs the server, as a crash.
+type Stopper interface {
+	Stop(ctx context.Context, r *Replica) error
 }
 
 // Command is how to start one server.
@@ -320,8 +342,15 @@ func (c *Cluster) Record(r *Replica, format string, args ...any) {
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
 func (c *Cluster) Divergences() int { return c.p.divergences }
 
-// LineKind names the log lines that contain Text.
-type LineKind struct{ Text, Kind string }
+// LineKind names the log lines that contain Text. Broken says that such a line is the
+// system's own word that its replication is broken (PostgreSQL's "record with incorrect
+// prev-link": a standby that cannot follow its primary's WAL): a replica whose server logs it
+// again and again while the kit waits for it to sync will never sync, and the kit raises an
+// alarm of class broken-replication in place of waiting out the step timeout.
+type LineKind struct {
+	Text, Kind string
+	Broken     bool
+}
 
 // Replica is one server of the cluster.
 type Replica struct {
@@ -343,6 +372,10 @@ type Replica struct {
 	// that a follower of a rewritten replica is relinked.
 	history, linkedHistory int
 	promoted               bool // S/S/R: unlinked to take writes while its source was suspended
+	// broken says that the system said that replication to the server along its current link
+	// is broken for good (LineKind.Broken): the alarm is raised, and no wait is made for it
+	// again until the link changes or the server restarts.
+	broken bool
 }
 
 // Addr is "127.0.0.1:port" for the replica's k-th port.

@@ -511,24 +511,35 @@ func (e *linkEngine) linkOrder(s *aem.State) []int {
 
 // offlineResync realises OFFLINE_1 and OFFLINE_2 for the crashed replica d: a snapshot of the
 // primary t.From replaces d's data, and no link changes. OFFLINE_1 leaves d down; OFFLINE_2
-// starts d from the snapshot as a primary, while the old primary, abstractly down and
-// disconnected, keeps running unlinked, as the original tool left it.
+// starts d from the snapshot as a primary (a copy that starts following t.From is then
+// promoted, Unfollow), while the old primary, abstractly down and disconnected, keeps running
+// unlinked, as the original tool left it.
 func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error {
 	d := t.Group[0]
 	if e.reps()[d].running() {
 		return fmt.Errorf("offline resync of replica %d: its server runs", d)
 	}
 	from, to := e.reps()[t.From], e.reps()[d]
-	if err := e.snap.CopySnapshot(ctx, e.p.c, from, to); err != nil {
+	follows, err := e.snap.CopySnapshot(ctx, e.p.c, from, to)
+	if err != nil {
 		return fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
 	}
 	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
-	to.startLink = aem.NoSource // a fresh copy starts as a primary
+	to.startLink = aem.NoSource
+	if follows {
+		to.startLink, to.linkedHistory = from.Index, from.history
+	}
 	to.history++
 	if t.Resync == aem.Offline1 {
 		return nil
 	}
-	return e.p.restart(ctx, to)
+	if err := e.p.restart(ctx, to); err != nil {
+		return err
+	}
+	if follows {
+		return e.unfollow(ctx, to) // a primary the system's way: a promotion
+	}
+	return nil
 }
 
 // chainOnline tells whether every source above replica i in s, up to its tree's root, is
@@ -568,10 +579,32 @@ func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
 	return e.p.awaitCaughtUp(ctx, online)
 }
 
+// awaitInSync waits until r is in sync with its source src, or until the system says that
+// replication to r is broken (LineKind.Broken), which raises an alarm in place of the wait.
 func (e *linkEngine) awaitInSync(ctx context.Context, r, src *Replica) error {
-	return e.p.await(ctx, fmt.Sprintf("%s in sync with %s", r.Name, src.Name), []*Replica{r, src}, func(ctx context.Context) (bool, string, error) {
-		return e.l.InSync(ctx, r, src)
+	if r.broken {
+		return nil // the alarm is raised; the link has not changed since
+	}
+	watch, err := e.p.watchBroken(r)
+	if err != nil {
+		return err
+	}
+	var broken string
+	err = e.p.await(ctx, fmt.Sprintf("%s in sync with %s", r.Name, src.Name), []*Replica{r, src}, func(ctx context.Context) (bool, string, error) {
+		ok, seen, err := e.l.InSync(ctx, r, src)
+		if ok || err != nil {
+			return ok, seen, err
+		}
+		if broken, err = watch(); broken != "" || err != nil {
+			return true, seen, err
+		}
+		return false, seen, nil
 	})
+	if err != nil || broken == "" {
+		return err
+	}
+	e.p.brokenAlarm(r, fmt.Sprintf("%s, while it should sync with %s", broken, src.Name))
+	return nil
 }
 
 // follow makes r follow src.
@@ -585,7 +618,7 @@ func (e *linkEngine) follow(ctx context.Context, r, src *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.link, r.linkedHistory = src.Index, src.history
+	r.link, r.linkedHistory, r.broken = src.Index, src.history, false
 	e.p.act(r, "follow %s", src.Name)
 	return nil
 }
@@ -598,7 +631,7 @@ func (e *linkEngine) unfollow(ctx context.Context, r *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.link = aem.NoSource
+	r.link, r.broken = aem.NoSource, false
 	e.p.act(r, "follow nobody")
 	return nil
 }
@@ -615,7 +648,7 @@ func (e *linkEngine) relinkStopped(ctx context.Context, r, src *Replica) error {
 	if src != nil {
 		to, name = src.Index, src.Name
 	}
-	if err := p.crash(ctx, r); err != nil {
+	if err := p.stop(ctx, r); err != nil {
 		return err
 	}
 	var rewritten bool

@@ -46,6 +46,10 @@ type memSystem struct {
 		// and its new source's part), and a follower whose source's history was rewritten
 		// stops replicating until it is relinked, where a Redis replica resyncs in full.
 		RelinkByRestart bool `toml:"relink_by_restart"`
+		// WrongRewind makes Relink never rewind, as pg_rewind does when it takes two histories
+		// for one: a follower that held entries its new source lacks then cannot replicate,
+		// and its server logs brokenLine at every replication pass.
+		WrongRewind bool `toml:"wrong_rewind"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -226,6 +230,33 @@ func (s *memSystem) tick() {
 			}
 		}
 	}
+	for i, m := range s.reps {
+		if s.cfg.WrongRewind && m.src != nil && m.srcEpoch == wrongEpoch && up[i] {
+			logLine(s.c.Replicas[i], brokenLine)
+		}
+	}
+}
+
+// wrongEpoch is the source epoch of a follower that a wrong rewind left holding entries its
+// source lacks (epochs are positive); brokenLine is what its server then logs.
+const (
+	wrongEpoch = -1
+	brokenLine = "memsys: this replica's history is not its source's"
+)
+
+// logLine appends line to r's server's log, as the server would.
+func logLine(r *kit.Replica, line string) {
+	f, err := os.OpenFile(r.LogPath(), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		panic(err) // the kit made the log when it started the server
+	}
+	defer f.Close()
+	fmt.Fprintln(f, line)
+}
+
+// SyncLines names the line a follower that cannot replicate logs (wrong_rewind).
+func (s *memSystem) SyncLines() []kit.LineKind {
+	return []kit.LineKind{{Text: brokenLine, Kind: "NOT-ITS-HISTORY", Broken: true}}
 }
 
 // pull makes m take from its source's log what replication has brought by now.
@@ -434,6 +465,10 @@ func (s *memSystem) Relink(_ context.Context, _ *kit.Cluster, r, src *kit.Replic
 		k++
 	}
 	rewritten := k < len(m.log)
+	if rewritten && s.cfg.WrongRewind {
+		m.full, m.srcEpoch, m.taken = false, wrongEpoch, k
+		return false, nil
+	}
 	if rewritten {
 		m.log, m.epoch = m.log[:k], s.epoch()
 	}
@@ -452,13 +487,18 @@ func (s *memSystem) InSync(_ context.Context, r, src *kit.Replica) (bool, string
 	return inSync(m, sm), fmt.Sprintf("%s took %d of %s's %d entries", r.Name, m.taken, src.Name, len(sm.log)), nil
 }
 
-// CopySnapshot gives the crashed replica to a copy of from's log.
-func (s *memSystem) CopySnapshot(_ context.Context, _ *kit.Cluster, from, to *kit.Replica) error {
+// CopySnapshot gives the crashed replica to a copy of from's log; with relink_by_restart the
+// copy starts following from.
+func (s *memSystem) CopySnapshot(_ context.Context, _ *kit.Cluster, from, to *kit.Replica) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fm, tm := s.rep(from), s.rep(to)
 	tm.log, tm.epoch, tm.src, tm.configured = slices.Clone(fm.log), s.epoch(), nil, nil
-	return nil
+	if s.cfg.RelinkByRestart { // a PostgreSQL base backup starts in recovery, following from
+		tm.configured, tm.srcEpoch, tm.taken = from, fm.epoch, len(fm.log)
+		return true, nil
+	}
+	return false, nil
 }
 
 // memAbout names the catalogue's plugin of a DRM, as the kit and the suite require.
@@ -636,6 +676,60 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 			}
 			if d := oracle.Compare(snap); !d.Converged() || !relinked {
 				t.Errorf("converged: %s; a rewritten history relinked a follower: %v", d.Line(), relinked)
+			}
+		})
+	}
+}
+
+// TestBrokenReplication: when a relink leaves a replica holding a history its source lacks
+// (wrong_rewind, as pg_rewind's "no rewind required" for two histories on one timeline), the
+// replica's server says again and again that it cannot follow: the step ends with an alarm of
+// class broken-replication that names the line, in place of a wait to the step timeout, and
+// the schedule runs on to its end. With a rewind that rewinds, the same schedule converges.
+func TestBrokenReplication(t *testing.T) {
+	tests := []struct {
+		name, config string
+		wantAlarm    bool
+	}{
+		{"wrong rewind", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true", true},
+		{"rewind", "lag_ms = 20\nrelink_by_restart = true", false},
+	}
+	schedule := []string{"D[1,0](n,c)", "C[1]<1,->"} // replica 0 takes a write, then follows 1, which lacks it
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := kit.New(memAbout("sclr"), &memSystem{})
+			ctx := context.Background()
+			spec := cem.ClusterSpec{DRM: "sclr", Ops: 1, Replicas: 2, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 2),
+				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 5 * time.Second}
+			if err := p.Start(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			defer p.Teardown(ctx)
+			var alarms []cem.Alarm
+			for i, step := range schedule {
+				rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: step})
+				if err != nil {
+					t.Fatalf("step %d %s: %v", i+1, step, err)
+				}
+				alarms = append(alarms, rep.Alarms...)
+			}
+			if !tt.wantAlarm {
+				if len(alarms) > 0 {
+					t.Errorf("alarms %v, want none", alarms)
+				}
+				return
+			}
+			class, line := oracle.Alarms(alarms)
+			if class != oracle.BrokenReplication || len(alarms) != 1 || alarms[0].Replica != 0 ||
+				!strings.Contains(line, `NOT-ITS-HISTORY: logged "`+brokenLine+`" 3 times`) || !strings.Contains(line, "while it should sync with redis-1") {
+				t.Errorf("alarms %v: class %s, %q; want one of class %s on replica 0 naming the line", alarms, class, line, oracle.BrokenReplication)
+			}
+			snap, err := p.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if oracle.Compare(snap).Converged() {
+				t.Error("the replicas agree, though replica 0 could not follow replica 1")
 			}
 		})
 	}

@@ -88,6 +88,8 @@ type Plugin struct {
 	acks   bool
 	writes []cem.Write
 	acked  []cem.Write
+	// alarms are the step's alarms raised while it was realised (brokenAlarm).
+	alarms []cem.Alarm
 }
 
 // engine realises the transitions of one family of models.
@@ -417,17 +419,17 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	if !ok {
 		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
 	}
-	p.step, p.actions, p.writes = step.Index, nil, nil
+	p.step, p.actions, p.writes, p.alarms = step.Index, nil, nil, nil
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
-	report := cem.StepReport{Writes: p.writes}
+	report := cem.StepReport{Writes: p.writes, Alarms: p.alarms}
 	if err == nil {
 		report.Observations = p.observe(ctx)
 		if own.Kind == aem.Convergence {
-			report.Alarms = p.selfCheck(ctx)
+			report.Alarms = append(report.Alarms, p.selfCheck(ctx)...)
 		}
 	}
 	report.Actions = p.actions
-	p.actions, p.writes = nil, nil
+	p.actions, p.writes, p.alarms = nil, nil, nil
 	if err != nil {
 		// Part of the step may have happened: later steps would realise something else.
 		p.failed = fmt.Errorf("step %d (%s) failed", step.Index+1, step.Transition)

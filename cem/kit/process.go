@@ -36,7 +36,7 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.proc, r.suspended, r.link = proc, false, r.startLink
+	r.proc, r.suspended, r.link, r.broken = proc, false, r.startLink, false
 	r.Starts++
 	p.act(r, "start %s (pid %d, start %d)", filepath.Base(cmd.Path), proc.Pid, r.Starts)
 	return nil
@@ -70,8 +70,33 @@ func (p *Plugin) crash(ctx context.Context, r *Replica) error {
 	if err := r.proc.Kill(ctx); err != nil {
 		return err
 	}
-	r.proc, r.suspended, r.link = nil, false, aem.NoSource
+	r.proc, r.suspended, r.link, r.broken = nil, false, aem.NoSource, false
 	p.act(r, "SIGKILL process group %d", pid)
+	return nil
+}
+
+// stop ends r's server so that it can be relinked: by the system's clean stop (Stopper), after
+// which what is left of its process group is killed, or else by a crash.
+func (p *Plugin) stop(ctx context.Context, r *Replica) error {
+	st, ok := p.sys.(Stopper)
+	if !ok || r.proc == nil {
+		return p.crash(ctx, r)
+	}
+	if err := p.call(ctx, "stop "+r.Name, func(ctx context.Context) error { return st.Stop(ctx, r) }); err != nil {
+		return err
+	}
+	err := p.await(ctx, r.Name+"'s server to exit", nil, func(context.Context) (bool, string, error) {
+		return !r.proc.Running(), "", nil
+	})
+	if err != nil {
+		return err
+	}
+	pid := r.proc.Pid
+	if err := r.proc.Kill(ctx); err != nil {
+		return err
+	}
+	r.proc, r.suspended, r.link, r.broken = nil, false, aem.NoSource, false
+	p.act(r, "stopped cleanly (pid %d)", pid)
 	return nil
 }
 

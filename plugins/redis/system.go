@@ -406,13 +406,13 @@ func idle(info map[string]string) (bool, string) {
 
 // CopySnapshot makes from write a fresh RDB snapshot and copies it into to's directory,
 // removing to's AOF (appendonly.aof, or appendonlydir from 7.0) so that the copy is what to
-// loads at its next start.
-func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) error {
+// loads at its next start, as a primary.
+func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (follows bool, err error) {
 	rdb := filepath.Join(from.Dir, dialect.RDB)
 	persistence := func(ctx context.Context) (map[string]string, error) { return s.info(ctx, from, "persistence") }
 	// A child already running (a full sync's snapshot, an AOF rewrite) would turn BGSAVE into
 	// an error; the step before left the primary idle, but make sure.
-	err := c.Await(ctx, from.Name+" idle before BGSAVE", func(ctx context.Context) (bool, string, error) {
+	err = c.Await(ctx, from.Name+" idle before BGSAVE", func(ctx context.Context) (bool, string, error) {
 		info, err := persistence(ctx)
 		if err != nil {
 			return false, "", err
@@ -421,11 +421,11 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 		return ok, busy, nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	before, _ := os.Stat(rdb) // none before the first snapshot
 	if err := s.client(from, 0).BgSave(ctx).Err(); err != nil {
-		return fmt.Errorf("BGSAVE: %w", err)
+		return false, fmt.Errorf("BGSAVE: %w", err)
 	}
 	c.Record(from, "BGSAVE")
 	// BGSAVE returns with the child started, which writes a temporary file and renames it over
@@ -449,15 +449,15 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 		return true, "", nil
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := fsutil.CopyFile(rdb, filepath.Join(to.Dir, dialect.RDB)); err != nil {
-		return err
+		return false, err
 	}
 	if err := os.RemoveAll(filepath.Join(to.Dir, s.dialect.AOF)); err != nil {
-		return fmt.Errorf("remove the AOF of %s: %w", to.Name, err)
+		return false, fmt.Errorf("remove the AOF of %s: %w", to.Name, err)
 	}
 	s.servers[to].fromSnapshot = true
 	c.Record(to, "removed %s", s.dialect.AOF)
-	return nil
+	return false, nil
 }
