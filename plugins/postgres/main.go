@@ -1,10 +1,20 @@
 // Command modulo-plugin-postgres is modulo's PostgreSQL plugin: streaming replication on the
-// crash+link rule set of S/CL/R, as the DRM pgl (S/CL/P) that it declares itself. A crash is a
-// SIGKILL; writes go to a primary; a standby that must take writes is promoted (pg_ctl
-// promote); a server changes its source only by a restart, which the kit makes (kit.Relinker):
-// with the server down, Relink rewinds it onto its new source with pg_rewind, or, when that
-// fails, copies the source afresh with pg_basebackup, and says so. Servers run as the
-// postgres user when the plugin runs as root (PostgreSQL refuses root).
+// crash+link rule set of S/CL/R, as the DRM pgl (S/CL/P) that it declares itself.
+//
+// Every step is what PostgreSQL's own tools and its failover managers (Patroni, repmgr,
+// pg_auto_failover) do, and nothing is repaired behind the system's back: a crash is a
+// SIGKILL; writes go to a primary; a primary is made only by promotion (pg_ctl promote, a new
+// timeline), never by starting a copy without recovery; standbys are copies that start in
+// recovery (standby.signal), and an offline resync is a base backup that starts in recovery
+// and is promoted when the model wants a primary. A server changes its source only by a
+// restart (kit.Relinker): it is stopped cleanly (pg_ctl stop, kit.Stopper), pg_rewind rewinds
+// it onto its new source, and its answer is trusted: "no rewind required" starts the server
+// as it is. Only where pg_rewind fails (an error, or the source no longer holds the WAL the
+// rewound server must replay: its documented limit) is the source copied afresh with
+// pg_basebackup, as its documentation prescribes, and that is recorded. Where pg_rewind is
+// wrong, the campaign shows it: a standby that logs "record with incorrect prev-link" again
+// and again is broken replication (kit.LineKind.Broken). Servers run as the postgres user
+// when the plugin runs as root (PostgreSQL refuses root).
 package main
 
 import (
@@ -49,12 +59,16 @@ type system struct {
 	bin string
 	// asUser prefixes a command that must run as cfg.User: setpriv, when the plugin is root.
 	asUser []string
-	// primary says which replicas have run as a primary since they last took their source's
-	// history (a base backup, or a rewind that rewound): pg_rewind tells histories apart by
-	// timeline, and two servers that both ran as primaries on one timeline wrote two histories
-	// it cannot tell, so its "no rewind required" is not to be trusted for them.
-	primary map[int]bool
 }
+
+// The interfaces the kit finds by assertion: a wrong signature would silently leave one out.
+var (
+	_ kit.Relinker    = (*system)(nil)
+	_ kit.Stopper     = (*system)(nil)
+	_ kit.Snapshotter = (*system)(nil)
+	_ kit.Observer    = (*system)(nil)
+	_ kit.SyncLogger  = (*system)(nil)
+)
 
 func (s *system) Configure(decode func(any) error) error {
 	s.cfg = Config{User: "postgres"}
@@ -96,13 +110,15 @@ func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
 
 // Prepare makes a template data directory once per cluster (initdb, and the table every write
 // goes to) and copies it to every replica: copies of one initdb share a system identifier and
-// a history, so that pg_rewind and pg_basebackup work between them.
+// a history, so that pg_rewind and pg_basebackup work between them. Replica 0, the models'
+// first primary, starts from it as a primary; every other copy starts in recovery, as a
+// standby made from a cold copy of a cleanly stopped primary does, until the kit links it.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	bin, err := s.binDir()
 	if err != nil {
 		return err
 	}
-	s.bin, s.primary = bin, map[int]bool{}
+	s.bin = bin
 	var owner *user.User
 	if os.Geteuid() == 0 {
 		if owner, err = user.Lookup(s.cfg.User); err != nil {
@@ -149,6 +165,11 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		}
 		if _, err := kit.Output(ctx, "cp", "-a", template, dataDir(r)); err != nil {
 			return err
+		}
+		if r.Index > 0 {
+			if err := appendOwned(r, "standby.signal", ""); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -229,9 +250,6 @@ func (s *system) single(ctx context.Context, dir, sql string) error {
 }
 
 func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
-	if _, err := os.Stat(filepath.Join(dataDir(r), "standby.signal")); err != nil {
-		s.primary[r.Index] = true
-	}
 	argv := append(slices.Clone(s.asUser), filepath.Join(s.bin, "postgres"), "-D", dataDir(r), "-p", strconv.Itoa(r.Ports[0]))
 	return kit.Command{Path: argv[0], Args: argv[1:]}, nil
 }
@@ -305,44 +323,55 @@ func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 	if strings.TrimSpace(standby) != "t" {
 		return nil
 	}
-	s.primary[r.Index] = true
 	_, err = s.run(ctx, "pg_ctl", "promote", "-w", "-D", dataDir(r))
 	return err
 }
 
-// Relink prepares r, whose server is down, to start as a standby of src (or as a primary when
-// src is nil): pg_rewind onto src (it first recovers a crashed target itself), or a fresh
-// pg_basebackup of src when the rewind fails or cannot be trusted; then standby.signal and
-// primary_conninfo.
-func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica) (bool, error) {
-	signal := filepath.Join(dataDir(r), "standby.signal")
-	if src == nil {
-		if err := os.Remove(signal); !errors.Is(err, os.ErrNotExist) {
-			return false, err
-		}
-		return false, nil
+// Stop shuts r's server down cleanly (pg_ctl stop, fast mode), as an operator does before a
+// rewind: pg_rewind needs a cleanly stopped target, and a standby killed in recovery could only
+// be recovered as a primary, which writes WAL of its own.
+func (s *system) Stop(ctx context.Context, r *kit.Replica) error {
+	_, err := s.run(ctx, "pg_ctl", "stop", "-m", "fast", "-w", "-D", dataDir(r))
+	return err
+}
+
+// conninfo is how a standby of src connects to it.
+func conninfo(src *kit.Replica) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
+}
+
+// standbyOf makes r, whose server is down, start in recovery as a standby of src.
+func standbyOf(r, src *kit.Replica) error {
+	if err := appendOwned(r, "standby.signal", ""); err != nil {
+		return err
 	}
-	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
+	return appendOwned(r, "postgresql.auto.conf", fmt.Sprintf("primary_conninfo = %s\n", quote(conninfo(src)+" application_name="+r.Name)))
+}
+
+// Relink prepares r, whose server is down, to start as a standby of src: pg_rewind onto src
+// (which says "no rewind required" when it finds r's history part of src's), whose answer is
+// trusted, or a fresh pg_basebackup of src where pg_rewind fails; then standby.signal and
+// primary_conninfo. PostgreSQL makes a primary only by promotion (Unfollow), never by a restart.
+func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica) (bool, error) {
+	if src == nil {
+		return false, fmt.Errorf("%s: a primary is made by promotion (Unfollow), not by a restart", r.Name)
+	}
+	conn := conninfo(src)
 	rewritten := false
 	out, err := s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
 	var fallback string
-	if err == nil {
-		fallback = s.walMissing(ctx, r, src, out)
-	}
 	switch {
-	case fallback != "":
-	case err == nil && strings.Contains(out, "no rewind required") && s.primary[r.Index]:
-		fallback = fmt.Sprintf("pg_rewind says no rewind is required, but %s ran as a primary since it last took a source's history, perhaps on %s's timeline", r.Name, src.Name)
-	case err == nil && strings.Contains(out, "no rewind required"):
-		c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
-	case err == nil:
-		rewritten = true
-		s.primary[r.Index] = false
-		c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
-	default:
+	case err != nil:
 		fallback = "pg_rewind failed: " + lastLine(err.Error())
+	default:
+		fallback = s.walMissing(ctx, r, src, out)
+		rewritten = !strings.Contains(out, "no rewind required")
+		if fallback == "" {
+			c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
+		}
 	}
 	if fallback != "" {
+		// pg_rewind's documentation prescribes a fresh base backup where it cannot rewind.
 		c.Record(r, "%s: fresh pg_basebackup of %s", fallback, src.Name)
 		if err := os.RemoveAll(dataDir(r)); err != nil {
 			return false, err
@@ -351,12 +380,8 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 			return false, err
 		}
 		rewritten = true
-		s.primary[r.Index] = false
 	}
-	if err := appendOwned(r, "standby.signal", ""); err != nil {
-		return false, err
-	}
-	return rewritten, appendOwned(r, "postgresql.auto.conf", fmt.Sprintf("primary_conninfo = %s\n", quote(conn+" application_name="+r.Name)))
+	return rewritten, standbyOf(r, src)
 }
 
 // walMissing says why the rewound r could not start, when src no longer holds the WAL from
@@ -425,12 +450,13 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 }
 
 // CopySnapshot replaces the data of the crashed replica to with a base backup of from, which
-// starts as a primary.
-func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) error {
+// starts in recovery as from's standby: the kit promotes it where the model wants a primary.
+func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (bool, error) {
 	if err := os.RemoveAll(dataDir(to)); err != nil {
-		return err
+		return false, err
 	}
-	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", from.Ports[0])
-	_, err := s.run(ctx, "pg_basebackup", "-D", dataDir(to), "-d", conn, "-X", "stream", "--no-sync")
-	return err
+	if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(to), "-d", conninfo(from), "-X", "stream", "--no-sync"); err != nil {
+		return false, err
+	}
+	return true, standbyOf(to, from)
 }

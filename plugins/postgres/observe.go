@@ -44,13 +44,19 @@ func parseObservation(row string) map[string]string {
 }
 
 // SyncLines are the lines a standby's server logs as its WAL receiver meets its source: the
-// start of streaming, and the records it refuses, which a standby whose history differs from
-// its source's logs again and again and never gets past ("record with incorrect prev-link").
+// start of streaming, and the WAL it refuses. A standby whose history differs from its
+// source's refuses it again and again and never gets past it: "record with incorrect
+// prev-link" (the source's records do not continue the standby's), "not in this server's
+// history" (the source never had the standby's position), "forked off ... before current
+// recovery point" (the source's timeline left the standby's history before the standby's
+// position): PostgreSQL's own word that its replication is broken. "invalid record length"
+// also ends every recovery's WAL, harmlessly.
 func (s *system) SyncLines() []kit.LineKind {
 	return []kit.LineKind{
 		{Text: "started streaming WAL from primary", Kind: "STREAM"},
-		{Text: "record with incorrect prev-link", Kind: "PREV-LINK"},
+		{Text: "record with incorrect prev-link", Kind: "PREV-LINK", Broken: true},
 		{Text: "invalid record length", Kind: "INVALID-RECORD"},
-		{Text: "is not in this server's history", Kind: "NOT-IN-HISTORY"},
+		{Text: "is not in this server's history", Kind: "NOT-IN-HISTORY", Broken: true},
+		{Text: "before current recovery point", Kind: "FORKED-BEHIND", Broken: true},
 	}
 }
