@@ -69,7 +69,7 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 		DRM:         s.drm.Name,
 		Ops:         s.params.Ops,
 		Replicas:    s.params.Replicas,
-		Dir:         clusterDir(t),
+		Dir:         ClusterDir(t),
 		BasePort:    s.ports(t, n),
 		ScheduleID:  schedules.ID(s.drm.Name, s.params, schedules.Body(steps)),
 		Config:      config,
@@ -86,10 +86,10 @@ func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.T
 	return c
 }
 
-// clusterDir makes a directory of t's for a cluster, which any user can enter: a plugin may run
+// ClusterDir makes a directory of t's for a cluster, which any user can enter: a plugin may run
 // its servers as another user (PostgreSQL refuses root), and may not change a directory above
 // its cluster's. The testing package makes t's directories 0700; both levels are t's own.
-func clusterDir(t *testing.T) string {
+func ClusterDir(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{dir, filepath.Dir(dir)} {

@@ -7,11 +7,12 @@
 // timeline), never by starting a copy without recovery; standbys are copies that start in
 // recovery (standby.signal), and an offline resync is a base backup that starts in recovery
 // and is promoted when the model wants a primary. A server changes its source only by a
-// restart (kit.Relinker): it is stopped cleanly (pg_ctl stop, kit.Stopper), pg_rewind rewinds
-// it onto its new source, and its answer is trusted: "no rewind required" starts the server
-// as it is. Only where pg_rewind fails (an error, or the source no longer holds the WAL the
-// rewound server must replay: its documented limit) is the source copied afresh with
-// pg_basebackup, as its documentation prescribes, and that is recorded. Where pg_rewind is
+// restart (kit.Relinker): it is stopped cleanly (pg_ctl stop, kit.Stopper), its new source
+// checkpoints (as pg_rewind's documentation asks of a recently promoted source), pg_rewind
+// rewinds it onto the source, and its answer is trusted: "no rewind required" starts the
+// server as it is. Only where pg_rewind fails, or the source no longer holds the WAL the
+// server must stream from it, is the source copied afresh with pg_basebackup, as PostgreSQL's
+// documentation prescribes, and that is recorded. Where pg_rewind is
 // wrong, the campaign shows it: a standby that logs "record with incorrect prev-link" again
 // and again is broken replication (kit.LineKind.Broken). Servers run as the postgres user
 // when the plugin runs as root (PostgreSQL refuses root).
@@ -357,6 +358,14 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 		return false, fmt.Errorf("%s: a primary is made by promotion (Unfollow), not by a restart", r.Name)
 	}
 	conn := conninfo(src)
+	// pg_rewind reads the source's timeline from its control file, which a promotion updates
+	// only at its next checkpoint; its documentation has the operator run CHECKPOINT on a
+	// recently promoted source first (without it, a source promoted a moment ago looks like
+	// the target's timeline, and pg_rewind says "no rewind required" wrongly).
+	if _, err := s.sql(ctx, src, "CHECKPOINT"); err != nil {
+		return false, fmt.Errorf("CHECKPOINT on %s before pg_rewind: %w", src.Name, err)
+	}
+	c.Record(src, "CHECKPOINT, as pg_rewind's documentation asks of a recently promoted source")
 	rewritten := false
 	out, err := s.run(ctx, "pg_rewind", "--target-pgdata="+dataDir(r), "--source-server="+conn)
 	var fallback string
@@ -384,19 +393,16 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 	return rewritten, standbyOf(r, src)
 }
 
-// walMissing says why the rewound r could not start, when src no longer holds the WAL from
-// the last common checkpoint on, which r replays from src: pg_rewind's documented limit, met
-// when src's history was itself copied afresh (its WAL begins where its copy began).
+// walMissing says why r could not follow src once started, when src no longer holds the WAL
+// that r must stream from it: from the last common checkpoint on after a rewind (pg_rewind's
+// documented limit), or from where r's own WAL ends when no rewind was required. It is met
+// when src's history was itself copied afresh (its WAL begins where its copy began), and
+// PostgreSQL's documentation prescribes a new base backup for a standby whose WAL is gone.
 func (s *system) walMissing(ctx context.Context, r, src *kit.Replica, rewind string) string {
-	var hi, lo uint64
-	i := strings.Index(rewind, "last common checkpoint at ")
-	if i < 0 {
-		return ""
+	need, from, err := s.streamFrom(ctx, r, rewind)
+	if err != nil {
+		return "where " + r.Name + "'s WAL ends cannot be read: " + firstLine(err.Error())
 	}
-	if _, err := fmt.Sscanf(rewind[i+len("last common checkpoint at "):], "%X/%X", &hi, &lo); err != nil {
-		return ""
-	}
-	need := (hi<<32 | lo) >> 24 // 16 MiB segments
 	names, err := s.sql(ctx, src, "SELECT name FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'")
 	if err != nil {
 		return "the WAL " + src.Name + " holds cannot be listed: " + firstLine(err.Error())
@@ -404,11 +410,51 @@ func (s *system) walMissing(ctx context.Context, r, src *kit.Replica, rewind str
 	for _, n := range strings.Fields(names) {
 		seg, err := strconv.ParseUint(n[8:16], 16, 64)
 		low, err2 := strconv.ParseUint(n[16:24], 16, 64)
-		if err == nil && err2 == nil && seg<<8|low <= need {
+		if err == nil && err2 == nil && seg<<8|low <= need>>24 { // 16 MiB segments
 			return ""
 		}
 	}
-	return fmt.Sprintf("%s no longer holds the WAL from the last common checkpoint (%X/%X), which %s would replay from it", src.Name, hi, lo, r.Name)
+	return fmt.Sprintf("%s no longer holds the WAL from %s (%X/%X), which %s would stream from it", src.Name, from, need>>32, need&0xFFFFFFFF, r.Name)
+}
+
+// streamFrom is the position from which r, once started as a standby, needs its source's WAL,
+// and what it is: the last common checkpoint pg_rewind rewound to, or, with no rewind, the end
+// of r's own history as its control file says (a standby's minimum recovery point, a
+// primary's shutdown checkpoint).
+func (s *system) streamFrom(ctx context.Context, r *kit.Replica, rewind string) (uint64, string, error) {
+	if i := strings.Index(rewind, "last common checkpoint at "); i >= 0 {
+		lsn, err := parseLSN(strings.Fields(rewind[i+len("last common checkpoint at "):])[0])
+		return lsn, "the last common checkpoint", err
+	}
+	out, err := s.run(ctx, "pg_controldata", dataDir(r))
+	if err != nil {
+		return 0, "", err
+	}
+	var end uint64
+	for _, line := range strings.Split(out, "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || name != "Latest checkpoint location" && name != "Minimum recovery ending location" {
+			continue
+		}
+		lsn, err := parseLSN(strings.TrimSpace(value))
+		if err != nil {
+			return 0, "", fmt.Errorf("pg_controldata: %s: %w", name, err)
+		}
+		end = max(end, lsn)
+	}
+	if end == 0 {
+		return 0, "", fmt.Errorf("pg_controldata names no checkpoint: %q", out)
+	}
+	return end, "the end of its own history", nil
+}
+
+// parseLSN reads a WAL position such as "0/3000108".
+func parseLSN(text string) (uint64, error) {
+	var hi, lo uint64
+	if _, err := fmt.Sscanf(text, "%X/%X", &hi, &lo); err != nil {
+		return 0, fmt.Errorf("WAL position %q: %w", text, err)
+	}
+	return hi<<32 | lo, nil
 }
 
 // appendOwned appends text to the file name of r's data directory, which a later line of a

@@ -49,13 +49,15 @@ func parseObservation(row string) map[string]string {
 // prev-link" (the source's records do not continue the standby's), "not in this server's
 // history" (the source never had the standby's position), "forked off ... before current
 // recovery point" (the source's timeline left the standby's history before the standby's
-// position): PostgreSQL's own word that its replication is broken. "invalid record length"
-// also ends every recovery's WAL, harmlessly.
+// position), or "invalid record length" at the point where the source's WAL should continue
+// the standby's: PostgreSQL's own word that its replication is broken. The last also ends
+// every recovery's local WAL, once; the kit believes it only said again and again while the
+// replica's source is up.
 func (s *system) SyncLines() []kit.LineKind {
 	return []kit.LineKind{
 		{Text: "started streaming WAL from primary", Kind: "STREAM"},
 		{Text: "record with incorrect prev-link", Kind: "PREV-LINK", Broken: true},
-		{Text: "invalid record length", Kind: "INVALID-RECORD"},
+		{Text: "invalid record length", Kind: "INVALID-RECORD", Broken: true},
 		{Text: "is not in this server's history", Kind: "NOT-IN-HISTORY", Broken: true},
 		{Text: "before current recovery point", Kind: "FORKED-BEHIND", Broken: true},
 	}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// divergingSchedule reads the schedule kept in testdata/diverging-timelines.txt, and checks
+// its ID: the schedule of that ID in every pgl ops=2 file of three replicas.
+func divergingSchedule(t *testing.T) (string, []aem.Transition) {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "diverging-timelines.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
+			id, body, _ := strings.Cut(line, " ")
+			var steps []aem.Transition
+			for _, text := range strings.Fields(body) {
+				tr, err := aem.ParseTransition(text)
+				if err != nil {
+					t.Fatalf("testdata/diverging-timelines.txt: %v", err)
+				}
+				steps = append(steps, tr)
+			}
+			if got := schedules.ID("pgl", aem.Params{Ops: 2, Replicas: 3}, schedules.Body(steps)); got != id {
+				t.Fatalf("testdata/diverging-timelines.txt: schedule %s has ID %s, the file says %s", body, got, id)
+			}
+			return id, steps
+		}
+	}
+	t.Fatal("testdata/diverging-timelines.txt holds no schedule")
+	return "", nil
+}
+
+// TestDivergingTimelines replays the schedule of testdata/diverging-timelines.txt on real
+// servers: replicas 1 and 2, promoted independently, are both on timeline 2 after step 3;
+// at step 6 pg_rewind says "no rewind required" for replica 1 onto replica 2, and replica 1
+// keeps the write k4.1 that replica 2 never had: the replicas must differ on it alone.
+func TestDivergingTimelines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL servers")
+	}
+	id, steps := divergingSchedule(t)
+	p := kit.New(about, &system{})
+	ctx := context.Background()
+	spec := cem.ClusterSpec{DRM: "pgl", Ops: 2, Replicas: 3, Dir: plugintest.ClusterDir(t),
+		BasePort: plugintest.ReservePorts(t, 3), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
+	if err := p.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	timelines := map[int]string{}
+	var rewind string
+	for i, tr := range steps {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, tr, err)
+		}
+		for _, o := range rep.Observations {
+			if i == 2 {
+				timelines[o.Replica] = o.Fields[cem.ObserveEpoch]
+			}
+		}
+		for _, a := range rep.Actions {
+			if i == 5 && a.Replica == 1 && strings.Contains(a.What, "pg_rewind onto") {
+				rewind = a.What
+			}
+		}
+	}
+	if timelines[1] != "timeline 2" || timelines[2] != "timeline 2" {
+		t.Errorf("after step 3 replicas 1 and 2 are on %q and %q, want both on timeline 2", timelines[1], timelines[2])
+	}
+	if !strings.Contains(rewind, "no rewind required") {
+		t.Errorf("step 6 recorded %q for replica 1, want pg_rewind's \"no rewind required\"", rewind)
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := oracle.Compare(snap)
+	if d.Converged() || len(d.Keys) != 1 || d.Keys[0].Key != "k4.1" {
+		t.Fatalf("at the end: %s; want the replicas to differ on k4.1 alone (PostgreSQL's diverging timelines)", d.Line())
+	}
+	t.Logf("after %s: %s; %s", schedules.Body(steps), d.Line(), rewind)
+}
