@@ -66,12 +66,18 @@ func (p *Plugin) crash(ctx context.Context, r *Replica) error {
 	if r.proc == nil {
 		return nil
 	}
+	return p.reap(ctx, r, "SIGKILL process group %d")
+}
+
+// reap kills what is left of r's server's process group, waits until it is gone and records
+// what ended it (what, with the group's pid).
+func (p *Plugin) reap(ctx context.Context, r *Replica, what string) error {
 	pid := r.proc.Pid
 	if err := r.proc.Kill(ctx); err != nil {
 		return err
 	}
 	r.proc, r.suspended, r.link, r.broken = nil, false, aem.NoSource, false
-	p.act(r, "SIGKILL process group %d", pid)
+	p.act(r, what, pid)
 	return nil
 }
 
@@ -91,13 +97,7 @@ func (p *Plugin) stop(ctx context.Context, r *Replica) error {
 	if err != nil {
 		return err
 	}
-	pid := r.proc.Pid
-	if err := r.proc.Kill(ctx); err != nil {
-		return err
-	}
-	r.proc, r.suspended, r.link, r.broken = nil, false, aem.NoSource, false
-	p.act(r, "stopped cleanly (pid %d)", pid)
-	return nil
+	return p.reap(ctx, r, "stopped cleanly (pid %d)")
 }
 
 // suspend SIGSTOPs every process of r's server and waits until every thread of them has
