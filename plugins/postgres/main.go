@@ -60,6 +60,9 @@ type system struct {
 	bin string
 	// asUser prefixes a command that must run as cfg.User: setpriv, when the plugin is root.
 	asUser []string
+	// rewind holds, per replica, how its last relink went (pg_rewind's answer, or the fresh
+	// base backup), until the observation after the step reports it.
+	rewind map[int]string
 }
 
 // The interfaces the kit finds by assertion: a wrong signature would silently leave one out.
@@ -119,7 +122,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	if err != nil {
 		return err
 	}
-	s.bin = bin
+	s.bin, s.rewind = bin, map[int]string{}
 	var owner *user.User
 	if os.Geteuid() == 0 {
 		if owner, err = user.Lookup(s.cfg.User); err != nil {
@@ -379,8 +382,10 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 			c.Record(r, "pg_rewind onto %s: %s", src.Name, lastLine(out))
 		}
 	}
+	s.rewind[r.Index] = lastLine(out)
 	if fallback != "" {
 		// pg_rewind's documentation prescribes a fresh base backup where it cannot rewind.
+		s.rewind[r.Index] = "fresh pg_basebackup: " + fallback
 		c.Record(r, "%s: fresh pg_basebackup of %s", fallback, src.Name)
 		if err := os.RemoveAll(dataDir(r)); err != nil {
 			return false, err

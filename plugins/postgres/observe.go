@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -21,13 +22,20 @@ const observeSQL = `SELECT pg_is_in_recovery(),
 		ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END`
 
 // Observe says whether r is a primary or a standby, its timeline (the epoch a promotion
-// starts) and its position (LSN): what tells two histories apart, and what pg_rewind compares.
+// starts) and its position (LSN): what tells two histories apart, and what pg_rewind compares;
+// after a step that relinked r, also how (the field "rewind": pg_rewind's answer, such as
+// "pg_rewind: no rewind required", or the fresh base backup taken in its place).
 func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
 	out, err := s.sql(ctx, r, observeSQL)
-	if err != nil {
-		return map[string]string{"psql": firstLine(err.Error())}, nil
+	fields := map[string]string{"psql": firstLine(fmt.Sprint(err))}
+	if err == nil {
+		fields = parseObservation(out)
 	}
-	return parseObservation(out), nil
+	if rewind, ok := s.rewind[r.Index]; ok {
+		fields["rewind"] = rewind
+		delete(s.rewind, r.Index)
+	}
+	return fields, nil
 }
 
 // parseObservation reads observeSQL's row: "t\t0/4008A98\t2".
