@@ -631,7 +631,9 @@ func (e *linkEngine) unfollow(ctx context.Context, r *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.link, r.broken = aem.NoSource, false
+	// A server that stopped following stays so when it restarts: a PostgreSQL promotion is
+	// for good, and a Redis master starts as one.
+	r.link, r.startLink, r.broken = aem.NoSource, aem.NoSource, false
 	e.p.act(r, "follow nobody")
 	return nil
 }

@@ -50,6 +50,9 @@ type memSystem struct {
 		// for one: a follower that held entries its new source lacks then cannot replicate,
 		// and its server logs brokenLine at every replication pass.
 		WrongRewind bool `toml:"wrong_rewind"`
+		// LiveUnfollow makes Unfollow live and for good with relink_by_restart, as a
+		// PostgreSQL promotion: the server follows nobody, and nobody after a restart.
+		LiveUnfollow bool `toml:"live_unfollow"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -438,12 +441,13 @@ func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
 }
 
 func (s *memSystem) Unfollow(_ context.Context, r *kit.Replica) error {
-	if s.cfg.RelinkByRestart {
+	if s.cfg.RelinkByRestart && !s.cfg.LiveUnfollow {
 		return kit.ErrNeedsStop
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.rep(r).src = nil
+	m := s.rep(r)
+	m.src, m.configured = nil, nil
 	return nil
 }
 
@@ -678,6 +682,34 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 				t.Errorf("converged: %s; a rewritten history relinked a follower: %v", d.Line(), relinked)
 			}
 		})
+	}
+}
+
+// TestPromotedStaysPrimary: a copy that starts following its source (a PostgreSQL base
+// backup) and is then promoted for OFFLINE_2 (a live Unfollow, for good) starts as a primary
+// after a crash, so that the kit relinks it when the model links it to its old source again;
+// the kit once restarted it believing it still followed that source, and waited for it to
+// sync until the step timeout.
+func TestPromotedStaysPrimary(t *testing.T) {
+	p := kit.New(memAbout("sclr"), &memSystem{})
+	ctx := context.Background()
+	spec := cem.ClusterSpec{DRM: "sclr", Ops: 2, Replicas: 2, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 2),
+		ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 20\nrelink_by_restart = true\nlive_unfollow = true"), StepTimeout: 3 * time.Second}
+	if err := p.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Teardown(ctx)
+	for i, step := range []string{"D[1,0](n,c)", "C[1]<-,->off2", "D[0,1](-,c)", "C[0,1]<-,0>"} {
+		if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
+			t.Fatalf("step %d %s: %v", i+1, step, err)
+		}
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := oracle.Compare(snap); !d.Converged() {
+		t.Errorf("the replicas differ: %s", d.Line())
 	}
 }
 
