@@ -638,6 +638,20 @@ func TestSkipWaitHealedDivergence(t *testing.T) {
 	}
 }
 
+// startSCLR starts an in-memory S/CL/R cluster of n replicas for schedules of ops writes, with
+// the memSystem configuration config and step timeout timeout; t's cleanup tears it down.
+func startSCLR(t *testing.T, ops, n int, config string, timeout time.Duration) cem.CEM {
+	t.Helper()
+	p := kit.New(memAbout("sclr"), &memSystem{})
+	spec := cem.ClusterSpec{DRM: "sclr", Ops: ops, Replicas: n, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, n),
+		ScheduleID: "0123456789abcdef", Config: []byte(config), StepTimeout: timeout}
+	if err := p.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	return p
+}
+
 // TestRewrittenHistoryRelinksFollowers: in a system whose relinks need a restart, a follower of
 // a replica whose history was rewritten (a snapshot copied in, a rewind) is relinked, in order,
 // and the cluster converges; without that rule each of these schedules waits forever for a
@@ -658,14 +672,8 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 				}
 				steps = append(steps, tr)
 			}
-			p := kit.New(memAbout("sclr"), &memSystem{})
+			p := startSCLR(t, 2, 3, "lag_ms = 20\nrelink_by_restart = true", 3*time.Second)
 			ctx := context.Background()
-			spec := cem.ClusterSpec{DRM: "sclr", Ops: 2, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
-				ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 20\nrelink_by_restart = true"), StepTimeout: 3 * time.Second}
-			if err := p.Start(ctx, spec); err != nil {
-				t.Fatal(err)
-			}
-			defer p.Teardown(ctx)
 			relinked := false
 			for i := range steps {
 				rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: steps[i].String()})
@@ -691,14 +699,8 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 // the kit once restarted it believing it still followed that source, and waited for it to
 // sync until the step timeout.
 func TestPromotedStaysPrimary(t *testing.T) {
-	p := kit.New(memAbout("sclr"), &memSystem{})
+	p := startSCLR(t, 2, 2, "lag_ms = 20\nrelink_by_restart = true\nlive_unfollow = true", 3*time.Second)
 	ctx := context.Background()
-	spec := cem.ClusterSpec{DRM: "sclr", Ops: 2, Replicas: 2, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 2),
-		ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 20\nrelink_by_restart = true\nlive_unfollow = true"), StepTimeout: 3 * time.Second}
-	if err := p.Start(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	defer p.Teardown(ctx)
 	for i, step := range []string{"D[1,0](n,c)", "C[1]<-,->off2", "D[0,1](-,c)", "C[0,1]<-,0>"} {
 		if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
 			t.Fatalf("step %d %s: %v", i+1, step, err)
@@ -729,14 +731,8 @@ func TestBrokenReplication(t *testing.T) {
 	schedule := []string{"D[1,0](n,c)", "C[1]<1,->"} // replica 0 takes a write, then follows 1, which lacks it
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := kit.New(memAbout("sclr"), &memSystem{})
+			p := startSCLR(t, 1, 2, tt.config, 5*time.Second)
 			ctx := context.Background()
-			spec := cem.ClusterSpec{DRM: "sclr", Ops: 1, Replicas: 2, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 2),
-				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 5 * time.Second}
-			if err := p.Start(ctx, spec); err != nil {
-				t.Fatal(err)
-			}
-			defer p.Teardown(ctx)
 			var alarms []cem.Alarm
 			for i, step := range schedule {
 				rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: step})
