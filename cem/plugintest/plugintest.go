@@ -51,13 +51,17 @@ import (
 // that starts in seconds, and what the hung-server check waits at least once.
 const DefaultStepTimeout = 10 * time.Second
 
+// Params are a suite's schedule parameters (writes and replicas), aem.Params under a name of
+// the suite's own, so that a plugin's test sets them without importing the models' package.
+type Params = aem.Params
+
 // Config says what to test.
 type Config struct {
 	// DRM is the short name of the DRM under test, such as "qce".
 	DRM string
-	// Params are the schedules' parameters. Zero means at most 2 writes (the DRM's largest
-	// value below) and the DRM's default replica count.
-	Params aem.Params
+	// Params are the schedules' parameters. Each field that is zero takes its default: at most
+	// 2 writes (the DRM's largest value up to 2), and the DRM's default replica count.
+	Params Params
 	// New returns a fresh plugin, in process; every check runs on it.
 	New func() cem.CEM
 	// Binary is the plugin's built binary (see Build). When set, one schedule is also realised
@@ -112,16 +116,8 @@ func Run(t *testing.T, cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.drm, s.params = d, cfg.Params
+	s.drm, s.params = d, defaultParams(d, cfg.Params)
 	s.checkDRM(t)
-	if s.params == (aem.Params{}) {
-		s.params = aem.Params{Ops: 1, Replicas: d.Defaults.Replicas}
-		for _, o := range d.Ops {
-			if o <= 2 {
-				s.params.Ops = max(s.params.Ops, o)
-			}
-		}
-	}
 	s.callTimeout = cem.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
 	plan, err := Cover(d.Model, s.params)
 	if err != nil {
@@ -142,6 +138,23 @@ func Run(t *testing.T, cfg Config) {
 		t.Run("binary", func(t *testing.T) { s.binary(t, plan.Schedules[0].Steps) })
 		t.Run("plugin death", s.pluginDeath)
 	}
+}
+
+// defaultParams gives each zero field of p its default for DRM d: the largest number of
+// writes d offers up to 2, and d's default replica count.
+func defaultParams(d drms.DRM, p aem.Params) aem.Params {
+	if p.Ops == 0 {
+		p.Ops = 1
+		for _, o := range d.Ops {
+			if o <= 2 {
+				p.Ops = max(p.Ops, o)
+			}
+		}
+	}
+	if p.Replicas == 0 {
+		p.Replicas = d.Defaults.Replicas
+	}
+	return p
 }
 
 // lookup finds the DRM named name: one the plugin declares, else the catalogue's.
