@@ -89,7 +89,11 @@ type System interface {
 	Version(ctx context.Context) (string, error)
 	// Command says how to start replica r, in r.Dir: at the cluster's start and at every
 	// restart (r.Starts counts the earlier starts). It may write the files the server needs.
-	// A server of a link model must start replicating from nobody: the kit links it.
+	// A server of a link model starts following nobody, but for what a restart keeps: the
+	// source its last Relink prepared (PostgreSQL's standby.signal and primary_conninfo), until
+	// a live Unfollow, which is for good (a promotion). A live Follow is not expected to
+	// outlive a restart (Redis's REPLICAOF is not written to its configuration). The kit links
+	// every started server as the model wants from there.
 	Command(c *Cluster, r *Replica) (Command, error)
 	// Write writes key = value through replica r and returns once r has accepted it: for a
 	// quorum system, once the write has committed.
@@ -168,7 +172,12 @@ type Linker interface {
 	// its data. Both return once r has taken the order; the kit then waits with InSync.
 	Follow(ctx context.Context, r, src *Replica) error
 	Unfollow(ctx context.Context, r *Replica) error
-	// InSync tells whether r has caught up with src along its link, as both see it.
+	// InSync tells whether r has caught up with src along its link, as both see it: r holds
+	// src's history up to src's position, and replication between them runs. Positions alone
+	// cannot say so when r may be ahead of src: a replica that kept writes its source never
+	// had (PostgreSQL's LSNs, MariaDB's GTID sequence numbers) compares as caught up. Say what
+	// the system itself says; the oracle compares the data after the step, and a line that says
+	// replication is broken belongs in SyncLines, marked Broken.
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
 
