@@ -140,7 +140,7 @@ func (t *Target) find(id string) error {
 		if sh.Smallest.ID != id {
 			continue
 		}
-		steps, err := results.ParseBody(sh.Smallest.Body)
+		steps, err := schedules.ParseBody(sh.Smallest.Body)
 		if err != nil {
 			return fmt.Errorf("%s: shrink of %s: %w", sum.Dir, sh.Of.ID, err)
 		}

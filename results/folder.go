@@ -49,7 +49,7 @@ func (f *Folder) read() error {
 	if !ok || len(id) != schedules.IDLen {
 		return fmt.Errorf("%s: first line is not a schedule line: %q", ScheduleText, first)
 	}
-	steps, err := ParseBody(body)
+	steps, err := schedules.ParseBody(body)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ScheduleText, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -85,7 +84,7 @@ func (w *findWriter) take(line []byte) error {
 	if !w.want[id] {
 		return nil
 	}
-	steps, err := ParseBody(string(line[schedules.IDLen+1:]))
+	steps, err := schedules.ParseBody(string(line[schedules.IDLen+1:]))
 	if err != nil {
 		return fmt.Errorf("schedule %s: %w", id, err)
 	}
@@ -94,17 +93,4 @@ func (w *findWriter) take(line []byte) error {
 		return errFoundAll
 	}
 	return nil
-}
-
-// ParseBody parses the transitions of a schedule line.
-func ParseBody(body string) ([]aem.Transition, error) {
-	var steps []aem.Transition
-	for _, tok := range strings.Split(body, " ") {
-		t, err := aem.ParseTransition(tok)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, t)
-	}
-	return steps, nil
 }

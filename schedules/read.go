@@ -181,13 +181,11 @@ func (r *Reader) parse(text string) (Schedule, error) {
 	if len(id) != IDLen || strings.Trim(id, "0123456789abcdef") != "" {
 		return s, fmt.Errorf("ID %q is not %d lowercase hex digits", id, IDLen)
 	}
-	for _, tok := range strings.Split(body, " ") {
-		t, err := aem.ParseTransition(tok)
-		if err != nil {
-			return s, err
-		}
-		s.Steps = append(s.Steps, t)
+	steps, err := ParseBody(body)
+	if err != nil {
+		return s, err
 	}
+	s.Steps = steps
 	if canon := string(Body(s.Steps)); canon != body {
 		return s, fmt.Errorf("transitions not in canonical form: want %q", canon)
 	}

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
@@ -50,6 +51,19 @@ const IDLen = 16
 func ID(drm string, p aem.Params, body []byte) string {
 	sum := sha256.Sum256(append(idPrefix(drm, p), body...))
 	return hex.EncodeToString(sum[:IDLen/2])
+}
+
+// ParseBody parses the transitions of a schedule line's body, separated by single spaces.
+func ParseBody(body string) ([]aem.Transition, error) {
+	var steps []aem.Transition
+	for _, tok := range strings.Split(body, " ") {
+		t, err := aem.ParseTransition(tok)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, t)
+	}
+	return steps, nil
 }
 
 // Body renders transitions as a schedule line's body.

@@ -14,13 +14,9 @@ import (
 
 func parse(t *testing.T, body string) []aem.Transition {
 	t.Helper()
-	var steps []aem.Transition
-	for _, tok := range strings.Fields(body) {
-		tr, err := aem.ParseTransition(tok)
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps = append(steps, tr)
+	steps, err := schedules.ParseBody(body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return steps
 }

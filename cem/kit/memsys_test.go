@@ -664,13 +664,9 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var steps []aem.Transition
-			for _, f := range strings.Fields(tt.schedule) {
-				tr, err := aem.ParseTransition(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				steps = append(steps, tr)
+			steps, err := schedules.ParseBody(tt.schedule)
+			if err != nil {
+				t.Fatal(err)
 			}
 			p := startSCLR(t, 2, 3, "lag_ms = 20\nrelink_by_restart = true", 3*time.Second)
 			ctx := context.Background()

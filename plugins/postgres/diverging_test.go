@@ -29,13 +29,9 @@ func divergingSchedule(t *testing.T) (string, []aem.Transition) {
 	for sc.Scan() {
 		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
 			id, body, _ := strings.Cut(line, " ")
-			var steps []aem.Transition
-			for _, text := range strings.Fields(body) {
-				tr, err := aem.ParseTransition(text)
-				if err != nil {
-					t.Fatalf("testdata/diverging-timelines.txt: %v", err)
-				}
-				steps = append(steps, tr)
+			steps, err := schedules.ParseBody(body)
+			if err != nil {
+				t.Fatalf("testdata/diverging-timelines.txt: %v", err)
 			}
 			if got := schedules.ID("pgl", aem.Params{Ops: 2, Replicas: 3}, schedules.Body(steps)); got != id {
 				t.Fatalf("testdata/diverging-timelines.txt: schedule %s has ID %s, the file says %s", body, got, id)

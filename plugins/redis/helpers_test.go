@@ -135,15 +135,11 @@ func (s schedule) String() string { return string(schedules.Body(s.steps)) }
 // parseSchedule reads a schedule's transitions from their text, as a schedule file has them.
 func parseSchedule(t testing.TB, text string) schedule {
 	t.Helper()
-	s := schedule{id: "test"}
-	for _, f := range strings.Fields(text) {
-		tr, err := aem.ParseTransition(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.steps = append(s.steps, tr)
+	steps, err := schedules.ParseBody(text)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return s
+	return schedule{id: "test", steps: steps}
 }
 
 // collector gathers every schedule of a walk.
