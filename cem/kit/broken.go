@@ -1,10 +1,8 @@
 package kit
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -20,7 +18,8 @@ const brokenRepeats = 3
 
 // watchBroken returns a function that says which line the system names as broken replication
 // r's server has logged brokenRepeats times since watchBroken was called ("" while none has):
-// "logged N times: <the last such line>". Without such line kinds it always says "".
+// "KIND: logged TEXT N times, the last: LINE". Each call reads only what the server logged
+// since the call before. Without such line kinds it always says "".
 func (p *Plugin) watchBroken(r *Replica) (func() (string, error), error) {
 	sl, ok := p.sys.(SyncLogger)
 	var kinds []LineKind
@@ -38,7 +37,28 @@ func (p *Plugin) watchBroken(r *Replica) (func() (string, error), error) {
 	if err != nil {
 		return nil, err
 	}
-	return func() (string, error) { return brokenSince(r, from, kinds) }, nil
+	count, last := make([]int, len(kinds)), make([]string, len(kinds))
+	return func() (string, error) {
+		lines, end, err := logLinesFrom(r, from)
+		if err != nil {
+			return "", err
+		}
+		from = end
+		for _, line := range lines {
+			for i, k := range kinds {
+				if strings.Contains(line, k.Text) {
+					count[i]++
+					last[i] = strings.TrimSpace(line)
+				}
+			}
+		}
+		for i, k := range kinds {
+			if count[i] >= brokenRepeats {
+				return fmt.Sprintf("%s: logged %q %d times, the last: %s", k.Kind, k.Text, count[i], last[i]), nil
+			}
+		}
+		return "", nil
+	}, nil
 }
 
 // logSize is how many bytes r's server has logged so far.
@@ -51,39 +71,6 @@ func logSize(r *Replica) (int64, error) {
 		return 0, fmt.Errorf("%s's log: %w", r.Name, err)
 	}
 	return fi.Size(), nil
-}
-
-// brokenSince reads r's log from byte offset from on, and names the first of kinds whose
-// lines it holds brokenRepeats times or more, with the last of them; "" when none does.
-func brokenSince(r *Replica, from int64, kinds []LineKind) (string, error) {
-	f, err := os.Open(r.LogPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("%s's log: %w", r.Name, err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return "", fmt.Errorf("%s's log: %w", r.Name, err)
-	}
-	count, last := make([]int, len(kinds)), make([]string, len(kinds))
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		for i, k := range kinds {
-			if strings.Contains(sc.Text(), k.Text) {
-				count[i]++
-				last[i] = strings.TrimSpace(sc.Text())
-			}
-		}
-	}
-	for i, k := range kinds {
-		if count[i] >= brokenRepeats {
-			return fmt.Sprintf("%s: logged %q %d times, the last: %s", k.Kind, k.Text, count[i], last[i]), nil
-		}
-	}
-	return "", nil
 }
 
 // brokenAlarm raises the alarm that replication to r is broken, as its system said (what), for

@@ -45,6 +45,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -307,31 +308,40 @@ func (c *Cluster) loggedKinds(r *Replica, kinds []LineKind) (string, error) {
 
 // newLogLines returns the whole lines that replica r's server has logged since the last call.
 func (c *Cluster) newLogLines(r *Replica) ([]string, error) {
-	f, err := os.Open(r.LogPath())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	if c.logRead == nil {
 		c.logRead = map[int]int64{}
 	}
-	if _, err := f.Seek(c.logRead[r.Index], io.SeekStart); err != nil {
-		return nil, err
+	lines, end, err := logLinesFrom(r, c.logRead[r.Index])
+	c.logRead[r.Index] = end
+	return lines, err
+}
+
+// logLinesFrom returns the whole lines that replica r's server has logged from byte offset from
+// on, and the offset after the last of them: a line still being written is read whole next
+// time.
+func logLinesFrom(r *Replica, from int64) ([]string, int64, error) {
+	f, err := os.Open(r.LogPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, from, nil
+	}
+	if err != nil {
+		return nil, from, fmt.Errorf("%s's log: %w", r.Name, err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return nil, from, fmt.Errorf("%s's log: %w", r.Name, err)
 	}
 	var lines []string
 	br := bufio.NewReader(f)
 	for {
 		line, err := br.ReadString('\n')
 		if err != nil {
-			break // a line still being written is read whole next time
+			break
 		}
-		c.logRead[r.Index] += int64(len(line))
+		from += int64(len(line))
 		lines = append(lines, strings.TrimSuffix(line, "\n"))
 	}
-	return lines, nil
+	return lines, from, nil
 }
 
 // Await polls cond until it holds, within the step timeout, for a system's hook that must wait
