@@ -12,10 +12,10 @@
 // rewinds it onto the source, and its answer is trusted: "no rewind required" starts the
 // server as it is. Only where pg_rewind fails, or the source no longer holds the WAL the
 // server must stream from it, is the source copied afresh with pg_basebackup, as PostgreSQL's
-// documentation prescribes, and that is recorded. Where pg_rewind is
-// wrong, the campaign shows it: a standby that logs "record with incorrect prev-link" again
-// and again is broken replication (kit.LineKind.Broken). Servers run as the postgres user
-// when the plugin runs as root (PostgreSQL refuses root).
+// documentation prescribes, and that is recorded. Where pg_rewind is wrong, the campaign
+// shows it: a standby that logs "record with incorrect prev-link" again and again is broken
+// replication (kit.LineKind.Broken). Servers run as the postgres user when the plugin runs as
+// root (PostgreSQL refuses root).
 package main
 
 import (
@@ -179,7 +179,6 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	return nil
 }
 
-// own makes dir and gives it to the servers' user.
 // reachable opens the cluster's directory dir to u, who runs the servers, and checks that u
 // can enter every directory above it. Those are not the plugin's: it never changes them (it
 // once added o+x to each, /root included), and one that u cannot enter is an error naming it.
@@ -224,6 +223,7 @@ func reachable(dir string, u *user.User) error {
 	}
 }
 
+// own makes dir and gives it to the servers' user.
 func (s *system) own(dir string, u *user.User) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

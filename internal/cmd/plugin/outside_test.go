@@ -41,12 +41,14 @@ func TestOutsideTreeCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"HOME=" + home, "PATH=" + plugintest.BuildModulo(t) + string(os.PathListSeparator) + os.Getenv("PATH")}
-	for _, v := range []string{"GOMODCACHE", "GOCACHE", "GOPATH", "GOPROXY", "GOFLAGS"} {
-		out, err := exec.Command("go", "env", v).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, v+"="+strings.TrimSpace(string(out)))
+	// Go's caches and settings default to places under HOME: they stay where they are.
+	vars := []string{"GOMODCACHE", "GOCACHE", "GOPATH", "GOPROXY", "GOFLAGS"}
+	out, err := exec.Command("go", append([]string{"env"}, vars...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, value := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+		env = append(env, vars[i]+"="+value)
 	}
 	cmd := exec.Command("sh", "-e", "-c", block)
 	cmd.Env, cmd.Dir = append(os.Environ(), env...), home
