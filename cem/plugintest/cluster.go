@@ -57,6 +57,8 @@ type cluster struct {
 	tornDown bool
 	// strayPorts are the ports outside the cluster's that a server was found listening on.
 	strayPorts map[int]bool
+	// shm are the files under /dev/shm that a server was found to map or hold open.
+	shm []string
 }
 
 // newCluster prepares a cluster of p in a directory of t's, on free ports, for the schedule
@@ -317,6 +319,28 @@ func (c *cluster) record(t *testing.T) {
 		}
 	}
 	c.checkPorts(t, files)
+	c.recordShm(t, files)
+}
+
+// recordShm adds the files under /dev/shm that the servers of files map or hold open now:
+// teardownChecked fails a teardown that leaves one.
+func (c *cluster) recordShm(t *testing.T, files []proc.PidFile) {
+	t.Helper()
+	var pgids []int
+	for _, f := range files {
+		if start, err := proc.StartTime(f.Pid); err == nil && start == f.Start {
+			pgids = append(pgids, f.Pid)
+		}
+	}
+	shm, err := proc.GroupSharedMemory(pgids...)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, f := range shm {
+		if !slices.Contains(c.shm, f) {
+			c.shm = append(c.shm, f)
+		}
+	}
 }
 
 // checkPorts fails t for every port a server of the cluster listens on outside the cluster's
@@ -361,8 +385,9 @@ func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
 }
 
 // teardownChecked tears the cluster down twice, which must succeed both times, and checks that
-// no pid file is left, that no process group the cluster ever had is alive, and that no process
-// works in the cluster's directory (a server's child that left its group, say).
+// no pid file is left, that no process group the cluster ever had is alive, that no process
+// works in the cluster's directory (a server's child that left its group, say), and that no
+// file a server held under /dev/shm is left.
 func (c *cluster) teardownChecked(t *testing.T) {
 	t.Helper()
 	c.tornDown = true
@@ -392,6 +417,11 @@ func (c *cluster) teardownChecked(t *testing.T) {
 	}
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("teardown left %s", l)
+	}
+	for _, f := range c.shm {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("teardown left %s, shared memory a server of the cluster held: a killed server removes nothing there, and the host's memory fills with campaigns (give the server a file in its own directory)", f)
+		}
 	}
 }
 

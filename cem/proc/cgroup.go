@@ -65,14 +65,45 @@ func cgroup2Mount() (string, error) {
 }
 
 // Containment says how servers are contained on this host: "cgroup <dir>" when every server
-// runs in a cgroup of its own, or "process groups" and why not.
+// runs in a cgroup of its own, or "process groups" and why not; then whether each has an IPC
+// namespace of its own.
 func Containment() string {
-	base, err := cgroupBase()
-	if err != nil {
-		return "process groups (no cgroup: " + err.Error() + "); a server's process that calls setsid escapes them"
+	var s string
+	if base, err := cgroupBase(); err != nil {
+		s = "process groups (no cgroup: " + err.Error() + "); a server's process that calls setsid escapes them"
+	} else {
+		s = "cgroup " + base
 	}
-	return "cgroup " + base
+	if !ipcNamespaces() {
+		return s + "; no IPC namespace (no CAP_SYS_ADMIN, or the host refused one): System V shared memory a killed server held outlives it"
+	}
+	return s + "; an IPC namespace per server"
 }
+
+// ipcRefused is set for good once the host refuses a server an IPC namespace of its own though
+// the plugin holds CAP_SYS_ADMIN (a container's seccomp filter may).
+var ipcRefused atomic.Bool
+
+// capSysAdmin tells whether this process holds CAP_SYS_ADMIN, which CLONE_NEWIPC needs.
+var capSysAdmin = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if hex, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			return err == nil && caps&(1<<21) != 0 // CAP_SYS_ADMIN is capability 21
+		}
+	}
+	return false
+})
+
+// ipcNamespaces tells whether servers start in an IPC namespace of their own. With one, the
+// System V shared memory, semaphores and queues a server made end with its last process: a
+// SIGKILLed PostgreSQL leaves its segment behind otherwise, and a host runs out of them
+// (SHMMNI, 4096) after a few campaigns.
+func ipcNamespaces() bool { return capSysAdmin() && !ipcRefused.Load() }
 
 // cgroupSeq numbers the cgroups of one process.
 var cgroupSeq atomic.Int64

@@ -58,9 +58,10 @@ type Process struct {
 	killed bool // Kill has confirmed the group gone
 }
 
-// StartProcess starts spec's binary in its own process group, with its output appended to
-// Dir/Name.log and its pid recorded in Dir/Name.cem.pid. The process gets SIGKILL if the
-// plugin dies; the pid file lets KillLeftovers end whatever it forked.
+// StartProcess starts spec's binary in its own process group and, where the host allows it, its
+// own IPC namespace (see Containment), with its output appended to Dir/Name.log and its pid
+// recorded in Dir/Name.cem.pid. The process gets SIGKILL if the plugin dies; the pid file lets
+// KillLeftovers end whatever it forked.
 func StartProcess(spec ProcessSpec) (*Process, error) {
 	logPath := filepath.Join(spec.Dir, spec.Name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -69,32 +70,48 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	}
 	defer logFile.Close() // the child holds its own copy
 
-	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cg, err := newCgroup(spec.Name)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
+	cgroupFD := -1
 	if cg != "" {
-		fd, err := syscall.Open(cg, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		cgroupFD, err = syscall.Open(cg, syscall.O_DIRECTORY|syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 		if err != nil {
 			_ = os.Remove(cg)
 			return nil, fmt.Errorf("start %s: cgroup: %w", spec.Name, err)
 		}
-		defer syscall.Close(fd)
-		// The child is born in the cgroup (clone3 with CLONE_INTO_CGROUP): nothing it forks
-		// can run outside it, not even for a moment.
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		defer syscall.Close(cgroupFD)
+	}
+	command := func(ipc bool) *exec.Cmd {
+		cmd := exec.Command(spec.Path, spec.Args...)
+		cmd.Dir = spec.Dir
+		cmd.Env = spec.Env
+		cmd.Stdout = logFile
+		cmd.Stderr = logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if cgroupFD >= 0 {
+			// The child is born in the cgroup (clone3 with CLONE_INTO_CGROUP): nothing it
+			// forks can run outside it, not even for a moment.
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgroupFD
+		}
+		if ipc {
+			cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWIPC
+		}
+		return cmd
 	}
 
 	// Pdeathsig fires when the thread that forked the child exits, not the process: fork from
 	// a thread that stays locked for the call so the runtime cannot retire it under us.
 	runtime.LockOSThread()
+	ipc := ipcNamespaces()
+	cmd := command(ipc)
 	err = cmd.Start()
+	if ipc && errors.Is(err, syscall.EPERM) {
+		ipcRefused.Store(true)
+		cmd = command(false)
+		err = cmd.Start()
+	}
 	runtime.UnlockOSThread()
 	if err != nil {
 		if cg != "" {

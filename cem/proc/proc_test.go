@@ -292,11 +292,14 @@ func TestParentDeathKillsServer(t *testing.T) {
 }
 
 // TestMain turns the test binary into the stand-in plugin of TestParentDeathKillsServer when
-// asked to: it starts a server, prints its pid and waits to be killed; or into the listener of
-// TestGroupListens.
+// asked to: it starts a server, prints its pid and waits to be killed; into the listener of
+// TestGroupListens; or into the shared memory holder of TestIPCNamespace.
 func TestMain(m *testing.M) {
 	if os.Getenv(listenerEnv) != "" {
 		listener()
+	}
+	if key := os.Getenv(shmKeyEnv); key != "" {
+		shmServer(key)
 	}
 	if dir := os.Getenv("CEM_HELPER_PLUGIN_DIR"); dir != "" {
 		p, err := StartProcess(ProcessSpec{Name: "server", Dir: dir, Path: "/bin/sleep", Args: []string{"300"}})
@@ -368,5 +371,110 @@ func TestServerIsEverythingItStarted(t *testing.T) {
 	}
 	if Alive(orphan) {
 		t.Errorf("KillLeftovers left the setsid child %d of a dead server alive", orphan)
+	}
+}
+
+// shmKeyEnv asks the test binary to make a System V shared memory segment with the key it
+// holds, print the segment's ID and wait to be killed, as a PostgreSQL server does.
+const shmKeyEnv = "CEM_HELPER_SHM_KEY"
+
+func shmServer(key string) {
+	k, err := strconv.ParseUint(key, 0, 32)
+	if err == nil {
+		id, _, errno := syscall.Syscall(syscall.SYS_SHMGET, uintptr(k), 4096, ipcCreat|ipcExcl|0o600)
+		if errno == 0 {
+			fmt.Println("shmid", id)
+			time.Sleep(time.Minute) // the test kills this process long before
+		}
+		err = errno
+	}
+	fmt.Println("error:", err)
+	os.Exit(1)
+}
+
+const ipcCreat, ipcExcl, ipcRmid = 0o1000, 0o2000, 0
+
+// shmExists tells whether this process's IPC namespace holds a segment with key.
+func shmExists(t *testing.T, key uint64) (id uintptr, ok bool) {
+	t.Helper()
+	id, _, errno := syscall.Syscall(syscall.SYS_SHMGET, uintptr(key), 0, 0)
+	switch errno {
+	case 0:
+		return id, true
+	case syscall.ENOENT:
+		return 0, false
+	}
+	t.Fatalf("shmget(%#x): %v", key, errno)
+	return 0, false
+}
+
+// TestIPCNamespace: a server's System V shared memory is its own, and ends with it. Where the
+// host gives no IPC namespace, the segment outlives the killed server, which is why servers get
+// one: a SIGKILLed PostgreSQL leaves its segment, and a host runs out of them.
+func TestIPCNamespace(t *testing.T) {
+	dir := t.TempDir()
+	key := uint64(0x6d6f0000 | os.Getpid()&0xffff)
+	if _, ok := shmExists(t, key); ok {
+		t.Fatalf("a segment with key %#x exists before the test", key)
+	}
+	p, err := StartProcess(ProcessSpec{Name: "shm", Dir: dir, Path: os.Args[0],
+		Env: append(os.Environ(), fmt.Sprintf("%s=%#x", shmKeyEnv, key))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WaitFor(context.Background(), 10*time.Second, "the segment's ID in the server's log", func(context.Context) (bool, error) {
+		b, err := os.ReadFile(p.LogPath)
+		if strings.Contains(string(b), "error:") {
+			return false, fmt.Errorf("the server: %s", b)
+		}
+		return strings.Contains(string(b), "shmid"), err
+	})
+	if err != nil {
+		_ = p.Kill(context.Background())
+		t.Fatal(err)
+	}
+	id, visible := shmExists(t, key)
+	if visible {
+		t.Cleanup(func() { syscall.Syscall(syscall.SYS_SHMCTL, id, ipcRmid, 0) })
+	}
+	own, _ := os.Readlink("/proc/self/ns/ipc")
+	its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/ipc", p.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, after := shmExists(t, key)
+	if !ipcNamespaces() {
+		t.Logf("containment here: %s", Containment())
+		if its != own || !visible || !after {
+			t.Errorf("without IPC namespaces, the server's namespace is %s (ours %s) and its segment visible %v, after its death %v", its, own, visible, after)
+		}
+		return
+	}
+	if its == own || visible || after {
+		t.Errorf("the server's IPC namespace is %s (ours %s); its segment visible to us %v, after its death %v: want a namespace of its own and neither", its, own, visible, after)
+	}
+}
+
+// TestGroupSharedMemory: a file under /dev/shm that a server holds open is found, and nothing
+// else it holds.
+func TestGroupSharedMemory(t *testing.T) {
+	dir := t.TempDir()
+	shm := filepath.Join(ShmDir, fmt.Sprintf("modulo-proc-test-%d", os.Getpid()))
+	t.Cleanup(func() { os.Remove(shm) })
+	p := startTest(t, dir, "shm", "/bin/sh", "-c", "exec 3>"+shm+" 4>own; echo ready > ready; exec sleep 300")
+	readyPath := filepath.Join(dir, "ready")
+	err := WaitFor(context.Background(), 5*time.Second, "the server to open its files", func(context.Context) (bool, error) {
+		_, err := os.Stat(readyPath)
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := GroupSharedMemory(p.Pid)
+	if err != nil || len(got) != 1 || got[0] != shm {
+		t.Errorf("GroupSharedMemory = %q (%v), want [%s]", got, err, shm)
 	}
 }

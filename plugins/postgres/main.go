@@ -151,6 +151,9 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		"hot_standby = on",
 		"wal_log_hints = on", // pg_rewind needs it (or data checksums)
 		"logging_collector = off",
+		// Shared memory in the server's own directory: a SIGKILLed server leaves its /dev/shm
+		// segments behind, and campaigns fill the host's memory with them.
+		"dynamic_shared_memory_type = mmap",
 	}, "\n") + "\n"
 	f, err := os.OpenFile(filepath.Join(template, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
