@@ -55,6 +55,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
@@ -90,11 +91,12 @@ type System interface {
 	Version(ctx context.Context) (string, error)
 	// Command says how to start replica r, in r.Dir: at the cluster's start and at every
 	// restart (r.Starts counts the earlier starts). It may write the files the server needs.
-	// A server of a link model starts following nobody, but for what a restart keeps: the
-	// source its last Relink prepared (PostgreSQL's standby.signal and primary_conninfo), until
-	// a live Unfollow, which is for good (a promotion). A live Follow is not expected to
-	// outlive a restart (Redis's REPLICAOF is not written to its configuration). The kit links
-	// every started server as the model wants from there.
+	// A server of a link model must start following c.StartSource(r), one rule for every
+	// link system: nobody, but the source its last Relink prepared (PostgreSQL's
+	// standby.signal and primary_conninfo) until a live Unfollow. A server that would resume
+	// by itself a link it was given live (MariaDB's master.info) is started with that off
+	// (MariaDB's --skip-slave-start); one that forgets it (Redis's REPLICAOF) needs nothing.
+	// The kit links every started server as the model wants from there.
 	Command(c *Cluster, r *Replica) (Command, error)
 	// Write writes key = value through replica r and returns once r has accepted it: for a
 	// quorum system, once the write has committed.
@@ -177,10 +179,24 @@ type Linker interface {
 	// src's history up to src's position, and replication between them runs. Positions alone
 	// cannot say so when r may be ahead of src: a replica that kept writes its source never
 	// had (PostgreSQL's LSNs, MariaDB's GTID sequence numbers) compares as caught up. Say what
-	// the system itself says; the oracle compares the data after the step, and a line that says
-	// replication is broken belongs in SyncLines, marked Broken.
+	// the system itself says; the oracle compares the data after the step. Where the system
+	// says replication is broken, return an error wrapping ErrBroken (or log a line that
+	// SyncLines marks Broken); where it refuses the link, one wrapping ErrRefused.
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
+
+// ErrRefused is what Linker.Follow or InSync wraps where the system refuses to replicate r
+// from src as r stands, and its documentation prescribes a fresh copy (MariaDB's error 1236: a
+// replica asks for GTIDs its new primary does not have). The kit then stops r, copies a
+// snapshot of src into it (Snapshotter, with the refusal in the record), starts it, links it
+// to src and waits again; a second refusal is an error. Never return it for what the system
+// accepts: a link the system takes is the system's to get right.
+var ErrRefused = errors.New("the system refuses the link")
+
+// ErrBroken is what Linker.InSync wraps where the system says that replication to r along its
+// link is broken for good (MariaDB's replication thread stopped on an error): the kit raises
+// the broken-replication alarm with the error's text in place of waiting out the step timeout.
+var ErrBroken = errors.New("replication is broken")
 
 // ErrNeedsStop is what Linker.Follow or Unfollow returns for a server that changes its source
 // only by a restart (PostgreSQL turns a primary into a standby by restarting it, and pg_rewind
@@ -261,7 +277,8 @@ type Snapshotter interface {
 	CopySnapshot(ctx context.Context, c *Cluster, from, to *Replica) (follows bool, err error)
 }
 
-// Stopper is implemented by a Relinker whose operators stop a server cleanly to relink it.
+// Stopper is implemented by a system whose operators stop a server cleanly to relink it
+// (Relinker) or to copy it afresh (ErrRefused).
 // PostgreSQL's pg_rewind needs a target that was shut down cleanly, and a standby killed in
 // recovery can be recovered only as a primary, which writes WAL of its own: a tool that must
 // run on a killed standby would change what it judges. Stop asks r's server to shut down and
@@ -355,6 +372,15 @@ func (c *Cluster) Await(ctx context.Context, what string, cond func(ctx context.
 // single replica. The kit records every hook it calls already.
 func (c *Cluster) Record(r *Replica, format string, args ...any) {
 	c.p.act(r, format, args...)
+}
+
+// StartSource is the replica whose server r's must follow from its start, or nil: the source
+// its last Relink prepared, until a live Unfollow; nobody otherwise (see System.Command).
+func (c *Cluster) StartSource(r *Replica) *Replica {
+	if r.startLink == aem.NoSource {
+		return nil
+	}
+	return c.Replicas[r.startLink]
 }
 
 // Divergences is how many divergences the schedule has taken so far, the one being realised

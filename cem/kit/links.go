@@ -33,11 +33,12 @@ import (
 type linkEngine struct {
 	p       *Plugin
 	l       Linker
-	snap    Snapshotter // S/CL/R only
+	snap    Snapshotter // S/CL/R's offline resyncs, and fresh copies of refused links; may be nil elsewhere
 	variant aem.Rules
 	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
 	waitBefore, waitAfter time.Duration
 	probe                 bool
+	copying               *Replica // copyFresh's replica while it links it again
 }
 
 func (e *linkEngine) policy() error {
@@ -520,16 +521,10 @@ func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error
 		return fmt.Errorf("offline resync of replica %d: its server runs", d)
 	}
 	from, to := e.reps()[t.From], e.reps()[d]
-	follows, err := e.snap.CopySnapshot(ctx, e.p.c, from, to)
+	follows, err := e.copySnapshot(ctx, from, to)
 	if err != nil {
-		return fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
+		return err
 	}
-	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
-	to.startLink = aem.NoSource
-	if follows {
-		to.startLink, to.linkedHistory = from.Index, from.history
-	}
-	to.history++
 	if t.Resync == aem.Offline1 {
 		return nil
 	}
@@ -540,6 +535,48 @@ func (e *linkEngine) offlineResync(ctx context.Context, t *aem.Transition) error
 		return e.unfollow(ctx, to) // a primary the system's way: a promotion
 	}
 	return nil
+}
+
+// copySnapshot replaces the data of to, whose server is down, with a snapshot of from, and
+// says whether to's next start follows from.
+func (e *linkEngine) copySnapshot(ctx context.Context, from, to *Replica) (follows bool, err error) {
+	follows, err = e.snap.CopySnapshot(ctx, e.p.c, from, to)
+	if err != nil {
+		return false, fmt.Errorf("copy a snapshot of %s into %s: %w", from.Name, to.Name, err)
+	}
+	e.p.act(to, "copied a snapshot of %s into its directory", from.Name)
+	to.startLink = aem.NoSource
+	if follows {
+		to.startLink, to.linkedHistory = from.Index, from.history
+	}
+	to.history++
+	return follows, nil
+}
+
+// copyFresh gives r a fresh copy of src where the system refused r's link to src (refusal),
+// as the system's documentation prescribes: r's server is stopped, a snapshot of src copied in,
+// and the server started and linked to src.
+func (e *linkEngine) copyFresh(ctx context.Context, r, src *Replica, refusal error) error {
+	if e.snap == nil {
+		return fmt.Errorf("%s: %w; the fresh copy the system prescribes needs a kit.Snapshotter, which it does not implement", r.Name, refusal)
+	}
+	e.p.act(r, "refused to follow %s, so copied afresh: %v", src.Name, refusal)
+	if err := e.p.stop(ctx, r); err != nil {
+		return err
+	}
+	follows, err := e.copySnapshot(ctx, src, r)
+	if err != nil {
+		return err
+	}
+	if err := e.p.restart(ctx, r); err != nil {
+		return err
+	}
+	if follows {
+		return nil
+	}
+	e.copying = r // a second refusal is an error
+	defer func() { e.copying = nil }()
+	return e.follow(ctx, r, src)
 }
 
 // chainOnline tells whether every source above replica i in s, up to its tree's root, is
@@ -580,18 +617,46 @@ func (e *linkEngine) awaitConverged(ctx context.Context, s *aem.State) error {
 }
 
 // awaitInSync waits until r is in sync with its source src, or until the system says that
-// replication to r is broken (LineKind.Broken), which raises an alarm in place of the wait.
+// replication to r is broken (ErrBroken, LineKind.Broken), which raises an alarm in place of
+// the wait. Where the system refuses the link (ErrRefused), r is copied afresh from src, once.
 func (e *linkEngine) awaitInSync(ctx context.Context, r, src *Replica) error {
+	refusal, err := e.awaitInSyncOnce(ctx, r, src)
+	if refusal == nil || err != nil {
+		return err
+	}
+	if err := e.copyFresh(ctx, r, src, refusal); err != nil {
+		return err
+	}
+	if refusal, err = e.awaitInSyncOnce(ctx, r, src); refusal != nil {
+		err = refusal
+	}
+	if err != nil {
+		return fmt.Errorf("%s after a fresh copy of %s: %w", r.Name, src.Name, err)
+	}
+	return nil
+}
+
+// awaitInSyncOnce waits until r is in sync with src, or broken, or until the system refuses the
+// link, which it returns.
+func (e *linkEngine) awaitInSyncOnce(ctx context.Context, r, src *Replica) (refusal, err error) {
 	if r.broken {
-		return nil // the alarm is raised; the link has not changed since
+		return nil, nil // the alarm is raised; the link has not changed since
 	}
 	watch, err := e.p.watchBroken(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var broken string
 	err = e.p.await(ctx, fmt.Sprintf("%s in sync with %s", r.Name, src.Name), []*Replica{r, src}, func(ctx context.Context) (bool, string, error) {
 		ok, seen, err := e.l.InSync(ctx, r, src)
+		switch {
+		case errors.Is(err, ErrBroken):
+			broken = err.Error()
+			return true, seen, nil
+		case errors.Is(err, ErrRefused):
+			refusal = err
+			return true, seen, nil
+		}
 		if ok || err != nil {
 			return ok, seen, err
 		}
@@ -601,10 +666,10 @@ func (e *linkEngine) awaitInSync(ctx context.Context, r, src *Replica) error {
 		return false, seen, nil
 	})
 	if err != nil || broken == "" {
-		return err
+		return refusal, err
 	}
 	e.p.brokenAlarm(r, fmt.Sprintf("%s, while it should sync with %s", broken, src.Name))
-	return nil
+	return nil, nil
 }
 
 // follow makes r follow src.
@@ -614,6 +679,9 @@ func (e *linkEngine) follow(ctx context.Context, r, src *Replica) error {
 	})
 	if errors.Is(err, ErrNeedsStop) {
 		return e.relinkStopped(ctx, r, src)
+	}
+	if errors.Is(err, ErrRefused) && e.copying != r {
+		return e.copyFresh(ctx, r, src, err)
 	}
 	if err != nil {
 		return err

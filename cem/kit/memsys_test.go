@@ -53,6 +53,20 @@ type memSystem struct {
 		// LiveUnfollow makes Unfollow live and for good with relink_by_restart, as a
 		// PostgreSQL promotion: the server follows nobody, and nobody after a restart.
 		LiveUnfollow bool `toml:"live_unfollow"`
+		// ResumesLinks makes a live Follow outlive a restart, as MariaDB's master.info does: a
+		// server resumes its last source when it starts, unless Command starts it with that
+		// off (--skip-slave-start), which it does where the kit's StartSource is nobody, but
+		// with ignore_start_source.
+		ResumesLinks      bool `toml:"resumes_links"`
+		IgnoreStartSource bool `toml:"ignore_start_source"`
+		// RefusesAhead makes a follower that holds entries its source lacks refuse to follow
+		// it (kit.ErrRefused), as MariaDB refuses a GTID its new primary does not hold, where
+		// it would resync in full.
+		RefusesAhead bool `toml:"refuses_ahead"`
+		// BrokenStatus makes a follower that cannot replicate (wrong_rewind) say so in
+		// InSync's answer (kit.ErrBroken), as MariaDB's stopped replication thread does, where
+		// it would log brokenLine.
+		BrokenStatus bool `toml:"broken_status"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -77,6 +91,12 @@ type memReplica struct {
 	// configured is the source a restart-only system (relink_by_restart) follows from its
 	// start: the one its last Relink set.
 	configured *kit.Replica
+	// resumes is the source of its last live Follow, which a resumes_links server follows
+	// again when it starts, unless resumeOff (its Command started it with that off).
+	resumes   *kit.Replica
+	resumeOff bool
+	// startedWith is the source the server followed when it last started.
+	startedWith *kit.Replica
 }
 
 // memEntry is one write in a replica's log, with when it entered that log.
@@ -188,11 +208,14 @@ func (s *memSystem) Prepare(_ context.Context, c *kit.Cluster) error {
 
 func (s *memSystem) epoch() int { s.epochs++; return s.epochs }
 
-func (s *memSystem) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+func (s *memSystem) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return kit.Command{}, err
 	}
+	s.mu.Lock()
+	s.reps[r.Index].resumeOff = c.StartSource(r) == nil && !s.cfg.IgnoreStartSource
+	s.mu.Unlock()
 	return kit.Command{Path: self, Args: []string{"-test.run=^$"}, Env: append(os.Environ(), placeholderEnv+"="+r.Addr(0))}, nil
 }
 
@@ -203,6 +226,10 @@ func (s *memSystem) rep(r *kit.Replica) *memReplica {
 	m := s.reps[r.Index]
 	if m.starts != r.Starts {
 		m.starts, m.src, m.full = r.Starts, m.configured, false
+		if s.cfg.ResumesLinks && m.src == nil && !m.resumeOff {
+			m.src = m.resumes
+		}
+		m.startedWith = m.src
 		if s.leader == r {
 			s.leader = nil
 		}
@@ -234,7 +261,7 @@ func (s *memSystem) tick() {
 		}
 	}
 	for i, m := range s.reps {
-		if s.cfg.WrongRewind && m.src != nil && m.srcEpoch == wrongEpoch && up[i] {
+		if s.cfg.WrongRewind && !s.cfg.BrokenStatus && m.src != nil && m.srcEpoch == wrongEpoch && up[i] {
 			logLine(s.c.Replicas[i], brokenLine)
 		}
 	}
@@ -268,6 +295,9 @@ func (s *memSystem) pull(m, src *memReplica) {
 	if s.cfg.RelinkByRestart && !m.full && m.srcEpoch != src.epoch {
 		return // the source's history is not the one m holds part of: m must be rewound
 	}
+	if s.cfg.RefusesAhead && aheadOf(m, src) {
+		return // InSync says it refuses
+	}
 	if m.full || m.srcEpoch != src.epoch {
 		if now.Before(m.syncAt) {
 			return
@@ -283,6 +313,16 @@ func (s *memSystem) pull(m, src *memReplica) {
 		e := src.log[m.taken]
 		m.log = append(m.log, memEntry{e.key, e.value, now})
 	}
+}
+
+// aheadOf tells whether m holds an entry that src's log lacks at its place.
+func aheadOf(m, src *memReplica) bool {
+	for i, e := range m.log {
+		if i >= len(src.log) || src.log[i].key != e.key || src.log[i].value != e.value {
+			return true
+		}
+	}
+	return false
 }
 
 // inSync tells whether m holds all of src's log.
@@ -436,7 +476,9 @@ func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.resync(s.rep(r), src)
+	m := s.rep(r)
+	s.resync(m, src)
+	m.resumes = src
 	return nil
 }
 
@@ -447,7 +489,7 @@ func (s *memSystem) Unfollow(_ context.Context, r *kit.Replica) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.rep(r)
-	m.src, m.configured = nil, nil
+	m.src, m.configured, m.resumes = nil, nil, nil
 	return nil
 }
 
@@ -488,6 +530,12 @@ func (s *memSystem) InSync(_ context.Context, r, src *kit.Replica) (bool, string
 	if m.src != src {
 		return false, fmt.Sprintf("%s does not follow %s", r.Name, src.Name), nil
 	}
+	if s.cfg.RefusesAhead && aheadOf(m, sm) {
+		return false, "", fmt.Errorf("%w: %s holds entries %s lacks", kit.ErrRefused, r.Name, src.Name)
+	}
+	if s.cfg.BrokenStatus && m.srcEpoch == wrongEpoch {
+		return false, "", fmt.Errorf("%w: %s", kit.ErrBroken, brokenLine)
+	}
 	return inSync(m, sm), fmt.Sprintf("%s took %d of %s's %d entries", r.Name, m.taken, src.Name, len(sm.log)), nil
 }
 
@@ -497,7 +545,7 @@ func (s *memSystem) CopySnapshot(_ context.Context, _ *kit.Cluster, from, to *ki
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fm, tm := s.rep(from), s.rep(to)
-	tm.log, tm.epoch, tm.src, tm.configured = slices.Clone(fm.log), s.epoch(), nil, nil
+	tm.log, tm.epoch, tm.src, tm.configured, tm.resumes = slices.Clone(fm.log), s.epoch(), nil, nil, nil
 	if s.cfg.RelinkByRestart { // a PostgreSQL base backup starts in recovery, following from
 		tm.configured, tm.srcEpoch, tm.taken = from, fm.epoch, len(fm.log)
 		return true, nil
@@ -640,16 +688,17 @@ func TestSkipWaitHealedDivergence(t *testing.T) {
 
 // startSCLR starts an in-memory S/CL/R cluster of n replicas for schedules of ops writes, with
 // the memSystem configuration config and step timeout timeout; t's cleanup tears it down.
-func startSCLR(t *testing.T, ops, n int, config string, timeout time.Duration) cem.CEM {
+func startSCLR(t *testing.T, ops, n int, config string, timeout time.Duration) (cem.CEM, *memSystem) {
 	t.Helper()
-	p := kit.New(memAbout("sclr"), &memSystem{})
+	sys := &memSystem{}
+	p := kit.New(memAbout("sclr"), sys)
 	spec := cem.ClusterSpec{DRM: "sclr", Ops: ops, Replicas: n, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, n),
 		ScheduleID: "0123456789abcdef", Config: []byte(config), StepTimeout: timeout}
 	if err := p.Start(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Teardown(context.Background()) })
-	return p
+	return p, sys
 }
 
 // TestRewrittenHistoryRelinksFollowers: in a system whose relinks need a restart, a follower of
@@ -668,7 +717,7 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := startSCLR(t, 2, 3, "lag_ms = 20\nrelink_by_restart = true", 3*time.Second)
+			p, _ := startSCLR(t, 2, 3, "lag_ms = 20\nrelink_by_restart = true", 3*time.Second)
 			ctx := context.Background()
 			relinked := false
 			for i := range steps {
@@ -695,7 +744,7 @@ func TestRewrittenHistoryRelinksFollowers(t *testing.T) {
 // the kit once restarted it believing it still followed that source, and waited for it to
 // sync until the step timeout.
 func TestPromotedStaysPrimary(t *testing.T) {
-	p := startSCLR(t, 2, 2, "lag_ms = 20\nrelink_by_restart = true\nlive_unfollow = true", 3*time.Second)
+	p, _ := startSCLR(t, 2, 2, "lag_ms = 20\nrelink_by_restart = true\nlive_unfollow = true", 3*time.Second)
 	ctx := context.Background()
 	for i, step := range []string{"D[1,0](n,c)", "C[1]<-,->off2", "D[0,1](-,c)", "C[0,1]<-,0>"} {
 		if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
@@ -713,21 +762,23 @@ func TestPromotedStaysPrimary(t *testing.T) {
 
 // TestBrokenReplication: when a relink leaves a replica holding a history its source lacks
 // (wrong_rewind, as pg_rewind's "no rewind required" for two histories on one timeline), the
-// replica's server says again and again that it cannot follow: the step ends with an alarm of
-// class broken-replication that names the line, in place of a wait to the step timeout, and
-// the schedule runs on to its end. With a rewind that rewinds, the same schedule converges.
+// replica's server says again and again that it cannot follow, or InSync says that replication
+// is broken (kit.ErrBroken, as MariaDB's stopped thread): the step ends with an alarm of class
+// broken-replication that names what the system said, in place of a wait to the step timeout,
+// and the schedule runs on to its end. With a rewind that rewinds, the same schedule converges.
 func TestBrokenReplication(t *testing.T) {
 	tests := []struct {
 		name, config string
-		wantAlarm    bool
+		wantAlarm    string // what the alarm's line names; "" for no alarm
 	}{
-		{"wrong rewind", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true", true},
-		{"rewind", "lag_ms = 20\nrelink_by_restart = true", false},
+		{"wrong rewind", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true", `NOT-ITS-HISTORY: logged "` + brokenLine + `" 3 times`},
+		{"wrong rewind, said by InSync", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true\nbroken_status = true", "replication is broken: " + brokenLine},
+		{"rewind", "lag_ms = 20\nrelink_by_restart = true", ""},
 	}
 	schedule := []string{"D[1,0](n,c)", "C[1]<1,->"} // replica 0 takes a write, then follows 1, which lacks it
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := startSCLR(t, 1, 2, tt.config, 5*time.Second)
+			p, _ := startSCLR(t, 1, 2, tt.config, 5*time.Second)
 			ctx := context.Background()
 			var alarms []cem.Alarm
 			for i, step := range schedule {
@@ -737,7 +788,7 @@ func TestBrokenReplication(t *testing.T) {
 				}
 				alarms = append(alarms, rep.Alarms...)
 			}
-			if !tt.wantAlarm {
+			if tt.wantAlarm == "" {
 				if len(alarms) > 0 {
 					t.Errorf("alarms %v, want none", alarms)
 				}
@@ -745,7 +796,7 @@ func TestBrokenReplication(t *testing.T) {
 			}
 			class, line := oracle.Alarms(alarms)
 			if class != oracle.BrokenReplication || len(alarms) != 1 || alarms[0].Replica != 0 ||
-				!strings.Contains(line, `NOT-ITS-HISTORY: logged "`+brokenLine+`" 3 times`) || !strings.Contains(line, "while it should sync with redis-1") {
+				!strings.Contains(line, tt.wantAlarm) || !strings.Contains(line, "while it should sync with redis-1") {
 				t.Errorf("alarms %v: class %s, %q; want one of class %s on replica 0 naming the line", alarms, class, line, oracle.BrokenReplication)
 			}
 			snap, err := p.Read(ctx)
@@ -756,5 +807,83 @@ func TestBrokenReplication(t *testing.T) {
 				t.Error("the replicas agree, though replica 0 could not follow replica 1")
 			}
 		})
+	}
+}
+
+// TestRestartFollowsStartSource: a server that would resume its last live link when it starts
+// (resumes_links, MariaDB's master.info) and that Command starts with that off where the kit's
+// StartSource is nobody (MariaDB's --skip-slave-start) comes back from a crash following
+// nobody, as the kit believes: in D[1,0](n,c) C[1]<1,->, replica 1 restarts without write 1,
+// and replica 0, which holds it, then follows replica 1. A server that resumes its link
+// regardless comes back following replica 0, and fetches write 1 before the kit links replica
+// 0 to it: the schedule would no longer be the one the model wrote.
+func TestRestartFollowsStartSource(t *testing.T) {
+	tests := []struct {
+		name, config string
+		want         int // the source replica 1's server follows when it restarts; -1 for none
+	}{
+		{"started following nobody", "lag_ms = 20\nresumes_links = true", -1},
+		{"resuming its last link", "lag_ms = 20\nresumes_links = true\nignore_start_source = true", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, sys := startSCLR(t, 1, 2, tt.config, 2*time.Second)
+			ctx := context.Background()
+			var err error
+			for i, step := range []string{"D[1,0](n,c)", "C[1]<1,->"} {
+				if _, err = p.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
+					break
+				}
+			}
+			sys.mu.Lock()
+			got := -1
+			if src := sys.reps[1].startedWith; src != nil {
+				got = src.Index
+			}
+			sys.mu.Unlock()
+			if got != tt.want {
+				t.Errorf("replica 1 restarted following %d, want %d", got, tt.want)
+			}
+			if tt.want < 0 && err != nil {
+				t.Errorf("the schedule: %v", err)
+			}
+		})
+	}
+}
+
+// TestRefusedLinkCopiedAfresh: where the system refuses a link (kit.ErrRefused: replica 0 holds
+// write 1, which its new source lacks, as MariaDB refuses a GTID its new primary does not
+// hold), the kit stops the replica, copies a snapshot of the source into it, starts it, links
+// it again, and records why; the cluster converges.
+func TestRefusedLinkCopiedAfresh(t *testing.T) {
+	p, _ := startSCLR(t, 1, 2, "lag_ms = 20\nrefuses_ahead = true", 5*time.Second)
+	ctx := context.Background()
+	var actions []string
+	for i, step := range []string{"D[1,0](n,c)", "C[1]<1,->"} {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: step})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, step, err)
+		}
+		for _, a := range rep.Actions {
+			actions = append(actions, a.What)
+		}
+	}
+	want := []string{"refused to follow redis-1, so copied afresh: the system refuses the link: redis-0 holds entries redis-1 lacks",
+		"copied a snapshot of redis-1 into its directory", "follow redis-1"}
+	at := 0
+	for _, a := range actions {
+		if at < len(want) && strings.Contains(a, want[at]) {
+			at++
+		}
+	}
+	if at < len(want) {
+		t.Errorf("actions %q: want, in order, %q", actions, want)
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := oracle.Compare(snap); !d.Converged() {
+		t.Errorf("the replicas differ: %s", d.Line())
 	}
 }

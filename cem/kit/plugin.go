@@ -292,8 +292,8 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		return nil, err
 	}
 	e := &linkEngine{p: p, l: l, variant: variant, probe: true}
+	e.snap, ok = p.sys.(Snapshotter) // also the fresh copy of a refused link (ErrRefused)
 	if variant == aem.CrashLinkRules {
-		e.snap, ok = p.sys.(Snapshotter)
 		if err := need(ok, "Snapshotter"); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,291 @@
+// Command modulo-plugin-mariadb is modulo's MariaDB plugin: GTID replication on the crash+link
+// rule set of S/CL/R, as the DRM mdl (S/CL/MD) that it declares itself.
+//
+// Every step is what MariaDB's documentation tells an operator to do, and nothing is checked
+// for MariaDB that MariaDB does not check: a crash is a SIGKILL; writes go to a server that
+// replicates from nobody; a link is CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos,
+// MASTER_DEMOTE_TO_SLAVE=1 (a former primary's own transactions join its slave position) and
+// START SLAVE, with read_only on; a promotion is STOP SLAVE, RESET SLAVE ALL and read_only
+// off. Servers start with --skip-slave-start (kit.System.Command's rule: a server starts
+// following nobody, and the kit links it). Whatever link MariaDB accepts is MariaDB's to get
+// right. Only where MariaDB refuses one (error 1236: the replica asks for GTIDs its new primary
+// does not hold) is the replica copied afresh, as MariaDB documents it: a mariadb-dump of the
+// primary with its GTID position, loaded into a fresh data directory (kit.ErrRefused, recorded
+// by the kit). A replication thread stopped on any other error is broken replication.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/proc"
+)
+
+var about = kit.About{
+	Name: "mariadb",
+	Declare: []kit.DRM{{
+		Name: "mdl", Title: "S/CL/MD", Rules: "crash-link", System: "MariaDB",
+		Summary: "GTID replication: crash and link failures, rejoin by CHANGE MASTER (slave_pos)",
+		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
+	}},
+	PortsPerReplica: 1,
+}
+
+func main() { kit.Serve(about, &system{}) }
+
+// Config is the [mariadb] table.
+type Config struct {
+	Server string `toml:"server"` // mariadbd
+	Bin    string `toml:"bin"`    // the directory of mariadb, mariadb-dump and mariadb-install-db
+}
+
+type system struct{ cfg Config }
+
+// The interfaces the kit finds by assertion: a wrong signature would silently leave one out.
+var (
+	_ kit.Snapshotter = (*system)(nil)
+	_ kit.Stopper     = (*system)(nil)
+	_ kit.Readier     = (*system)(nil)
+	_ kit.Observer    = (*system)(nil)
+)
+
+func (s *system) Configure(decode func(any) error) error {
+	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin"}
+	return decode(&s.cfg)
+}
+
+func (s *system) tool(name string) string { return filepath.Join(s.cfg.Bin, name) }
+
+func (s *system) Version(ctx context.Context) (string, error) {
+	out, err := kit.Output(ctx, s.cfg.Server, "--version") // "mariadbd  Ver 10.11.19-MariaDB-0+deb12u1 for ..."
+	f := strings.Fields(out)
+	if err != nil || len(f) < 3 {
+		return "", fmt.Errorf("%s --version: %q %v", s.cfg.Server, out, err)
+	}
+	return f[2], nil
+}
+
+func dataDir(r *kit.Replica) string     { return filepath.Join(r.Dir, "data") }
+func templateDir(c *kit.Cluster) string { return filepath.Join(c.Spec.Dir, "template") }
+
+// asRoot is what mariadbd needs to run as root, which it otherwise refuses.
+func asRoot() []string {
+	if os.Geteuid() == 0 {
+		return []string{"--user=root"}
+	}
+	return nil
+}
+
+// Prepare makes one data directory with the table every write goes to (mariadb-install-db),
+// and copies it to every replica.
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
+	init := filepath.Join(c.Spec.Dir, "init.sql")
+	sql := "CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;\n"
+	if err := os.WriteFile(init, []byte(sql), 0o644); err != nil {
+		return err
+	}
+	args := append([]string{"--no-defaults", "--datadir=" + templateDir(c), "--auth-root-authentication-method=normal",
+		"--skip-test-db", "--extra-file=" + init}, append(asRoot(), innoDB...)...)
+	if _, err := kit.Output(ctx, s.tool("mariadb-install-db"), args...); err != nil {
+		return err
+	}
+	for _, r := range c.Replicas {
+		if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(r)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// innoDB keeps each server small: a cluster's servers share two cores.
+var innoDB = []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
+
+// serverArgs are mariadbd's arguments for r's data directory, on r's port.
+func serverArgs(r *kit.Replica) []string {
+	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
+		"--bind-address=127.0.0.1", "--socket=mysqld.sock", "--pid-file=mysqld.pid",
+		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
+		"--gtid-strict-mode=ON", "--skip-slave-start"}, asRoot()...), innoDB...)
+}
+
+func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
+	if src := c.StartSource(r); src != nil {
+		return kit.Command{}, fmt.Errorf("the kit wants %s to start following %s, but a MariaDB server starts following nobody", r.Name, src.Name)
+	}
+	return kit.Command{Path: s.cfg.Server, Args: serverArgs(r)}, nil
+}
+
+// query runs statements on r's server with the mariadb client and returns its rows, tab
+// separated; vertical prints "name: value" lines instead.
+func (s *system) query(ctx context.Context, r *kit.Replica, sql string, vertical bool) (string, error) {
+	format := "-NB"
+	if vertical {
+		format = "-E"
+	}
+	return kit.Output(ctx, s.tool("mariadb"), "-h127.0.0.1", "-P"+strconv.Itoa(r.Ports[0]), "-uroot", format, "-e", sql)
+}
+
+func quote(v string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'"
+}
+
+func (s *system) Ready(ctx context.Context, r *kit.Replica) (bool, string, error) {
+	if _, err := s.query(ctx, r, "SELECT 1", false); err != nil {
+		return false, err.Error(), nil
+	}
+	return true, "", nil
+}
+
+func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	_, err := s.query(ctx, r, fmt.Sprintf("REPLACE INTO modulo.kv VALUES (%s, %s)", quote(key), quote(value)), false)
+	return err
+}
+
+func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
+	out, err := s.query(ctx, r, "SELECT k, v FROM modulo.kv", false)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			data[k] = v
+		}
+	}
+	return data, nil
+}
+
+// CaughtUp: every link is in sync already (InSync); every online server answers.
+func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (bool, string, error) {
+	for _, r := range online {
+		if ok, seen, _ := s.Ready(ctx, r); !ok {
+			return false, r.Name + ": " + seen, nil
+		}
+	}
+	return true, "", nil
+}
+
+func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
+	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', "+
+		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]), false)
+	return err
+}
+
+func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
+	_, err := s.query(ctx, r, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0", false)
+	return err
+}
+
+// refusedErrno is MariaDB's refusal of a replica's GTID position (ER_MASTER_FATAL_ERROR_READING_BINLOG).
+const refusedErrno = "1236"
+
+// InSync asks MariaDB: both replication threads run, and r has applied everything up to
+// src's binlog position (MASTER_GTID_WAIT). An I/O thread that stopped on error 1236 is
+// MariaDB refusing the link; any other stopped thread with an error is broken replication.
+func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string, error) {
+	pos, err := s.query(ctx, src, "SELECT @@gtid_binlog_pos", false)
+	if err != nil {
+		return false, "", err
+	}
+	out, err := s.query(ctx, r, "SHOW SLAVE STATUS", true)
+	if err != nil {
+		return false, "", err
+	}
+	st := parseStatus(out)
+	switch {
+	case st["Last_IO_Errno"] == refusedErrno:
+		return false, "", fmt.Errorf("%w: %s", kit.ErrRefused, st["Last_IO_Error"])
+	case st["Last_IO_Errno"] != "0" && st["Slave_IO_Running"] == "No":
+		return false, "", fmt.Errorf("%w: I/O thread: %s", kit.ErrBroken, st["Last_IO_Error"])
+	case st["Last_SQL_Errno"] != "0" && st["Slave_SQL_Running"] == "No":
+		return false, "", fmt.Errorf("%w: SQL thread: %s", kit.ErrBroken, st["Last_SQL_Error"])
+	case st["Slave_IO_Running"] != "Yes" || st["Slave_SQL_Running"] != "Yes":
+		return false, fmt.Sprintf("I/O thread %s, SQL thread %s", st["Slave_IO_Running"], st["Slave_SQL_Running"]), nil
+	}
+	pos = strings.TrimSpace(pos)
+	waited, err := s.query(ctx, r, fmt.Sprintf("SELECT MASTER_GTID_WAIT(%s, 0)", quote(pos)), false)
+	if err != nil {
+		return false, "", err
+	}
+	return strings.TrimSpace(waited) == "0", fmt.Sprintf("%s at %s, its source at %s", r.Name, st["Gtid_Slave_Pos"], pos), nil
+}
+
+// parseStatus reads the "name: value" lines of a vertical SHOW SLAVE STATUS.
+func parseStatus(out string) map[string]string {
+	st := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ": "); ok {
+			st[k] = v
+		} else if k, ok := strings.CutSuffix(strings.TrimSpace(line), ":"); ok {
+			st[k] = ""
+		}
+	}
+	return st
+}
+
+// Stop shuts r's server down cleanly, as an operator does before restoring it.
+func (s *system) Stop(ctx context.Context, r *kit.Replica) error {
+	_, err := s.query(ctx, r, "SHUTDOWN", false)
+	return err
+}
+
+// CopySnapshot makes to a replica of from as MariaDB documents it: a mariadb-dump of from
+// with its GTID position (--gtid --master-data), loaded with binary logging off into a fresh
+// data directory by a server started for the load alone, which is then shut down. The copy
+// starts following nobody.
+func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (bool, error) {
+	dump := filepath.Join(to.Dir, "snapshot.sql")
+	if _, err := kit.Output(ctx, s.tool("mariadb-dump"), "-h127.0.0.1", "-P"+strconv.Itoa(from.Ports[0]), "-uroot",
+		"--single-transaction", "--gtid", "--master-data=1", "--databases", "modulo", "--result-file="+dump); err != nil {
+		return false, err
+	}
+	if err := os.RemoveAll(dataDir(to)); err != nil {
+		return false, err
+	}
+	if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(to)); err != nil {
+		return false, err
+	}
+	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: s.cfg.Server, Args: serverArgs(to)})
+	if err != nil {
+		return false, err
+	}
+	defer loader.Kill(context.Background())
+	err = c.Await(ctx, to.Name+"'s loading server to serve", func(ctx context.Context) (bool, string, error) {
+		if !loader.Running() {
+			return false, "", errors.New("the loading server exited; its log: " + loader.LogPath)
+		}
+		return s.Ready(ctx, to)
+	})
+	if err == nil {
+		_, err = kit.Output(ctx, s.tool("mariadb"), "-h127.0.0.1", "-P"+strconv.Itoa(to.Ports[0]), "-uroot",
+			"--init-command=SET sql_log_bin = 0", "-e", "source "+dump)
+	}
+	if err == nil {
+		err = s.Stop(ctx, to)
+	}
+	if err == nil {
+		err = loader.Wait(ctx)
+	}
+	return false, err
+}
+
+// Observe reports r's role and its GTID positions.
+func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
+	out, err := s.query(ctx, r, "SELECT @@read_only, @@gtid_binlog_pos, @@gtid_slave_pos", false)
+	if err != nil {
+		return map[string]string{"mariadb": err.Error()}, nil
+	}
+	f := strings.Split(strings.TrimRight(out, "\n"), "\t")
+	if len(f) != 3 {
+		return map[string]string{"mariadb": "unexpected row " + strconv.Quote(out)}, nil
+	}
+	role := map[string]string{"0": "primary", "1": "replica"}[f[0]]
+	return map[string]string{cem.ObserveRole: role, cem.ObservePosition: f[1], "slave_pos": f[2]}, nil
+}
