@@ -91,7 +91,11 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	if err := os.WriteFile(init, []byte(sql), 0o644); err != nil {
 		return err
 	}
-	args := append([]string{"--no-defaults", "--datadir=" + templateDir(c), "--auth-root-authentication-method=normal",
+	tmp := filepath.Join(c.Spec.Dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return err
+	}
+	args := append([]string{"--no-defaults", "--datadir=" + templateDir(c), "--tmpdir=" + tmp, "--auth-root-authentication-method=normal",
 		"--skip-test-db", "--extra-file=" + init}, append(asRoot(), innoDB...)...)
 	if _, err := kit.Output(ctx, s.tool("mariadb-install-db"), args...); err != nil {
 		return err
@@ -100,16 +104,23 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(r)); err != nil {
 			return err
 		}
+		if err := os.Mkdir(tmpDir(r), 0o700); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// tmpDir holds r's server's temporary files: in /tmp, a server starting beside another removes
+// the other's (mariadb-install-db then fails with "Unknown table 'mysql.tmp_user_nopasswd'").
+func tmpDir(r *kit.Replica) string { return filepath.Join(r.Dir, "tmp") }
 
 // innoDB keeps each server small: a cluster's servers share two cores.
 var innoDB = []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
 
 // serverArgs are mariadbd's arguments for r's data directory, on r's port.
 func serverArgs(r *kit.Replica) []string {
-	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
+	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--tmpdir=" + tmpDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
 		"--bind-address=127.0.0.1", "--socket=mysqld.sock", "--pid-file=mysqld.pid",
 		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
 		"--gtid-strict-mode=ON", "--skip-slave-start"}, asRoot()...), innoDB...)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,33 +14,6 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// divergingSchedule reads the schedule kept in testdata/diverging-timelines.txt, and checks
-// its ID: the schedule of that ID in every pgl ops=2 file of three replicas.
-func divergingSchedule(t *testing.T) (string, []aem.Transition) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "diverging-timelines.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := sc.Text(); line != "" && !strings.HasPrefix(line, "#") {
-			id, body, _ := strings.Cut(line, " ")
-			steps, err := schedules.ParseBody(body)
-			if err != nil {
-				t.Fatalf("testdata/diverging-timelines.txt: %v", err)
-			}
-			if got := schedules.ID("pgl", aem.Params{Ops: 2, Replicas: 3}, schedules.Body(steps)); got != id {
-				t.Fatalf("testdata/diverging-timelines.txt: schedule %s has ID %s, the file says %s", body, got, id)
-			}
-			return id, steps
-		}
-	}
-	t.Fatal("testdata/diverging-timelines.txt holds no schedule")
-	return "", nil
-}
-
 // TestDivergingTimelines replays the schedule of testdata/diverging-timelines.txt on real
 // servers: replicas 1 and 2, promoted independently, are both on timeline 2 after step 3;
 // at step 6 pg_rewind says "no rewind required" for replica 1 onto replica 2, and replica 1
@@ -51,7 +22,7 @@ func TestDivergingTimelines(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL servers")
 	}
-	id, steps := divergingSchedule(t)
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "diverging-timelines.txt"), "pgl", aem.Params{Ops: 2, Replicas: 3})
 	p := kit.New(about, &system{})
 	ctx := context.Background()
 	spec := cem.ClusterSpec{DRM: "pgl", Ops: 2, Replicas: 3, Dir: plugintest.ClusterDir(t),

@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// TestReplicaAhead replays the schedule of testdata/replica-ahead.txt on real servers: after
+// step 2, replica 0 (which holds GTID 0-1-1) replicates from replica 1, whose binlog holds no
+// GTID; replica 1's server serves it from 0-1-1 ("Start binlog_dump ... gtid('0-1-1')"), no
+// refusal is recorded, and the replicas differ on k1.1 alone, held by replica 0 only.
+func TestReplicaAhead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts MariaDB servers")
+	}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "replica-ahead.txt"), "mdl", plugintest.Params{Ops: 1, Replicas: 2})
+	p := kit.New(about, &system{})
+	ctx := context.Background()
+	spec := cem.ClusterSpec{DRM: "mdl", Ops: 1, Replicas: 2, Dir: plugintest.ClusterDir(t),
+		BasePort: plugintest.ReservePorts(t, 2), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
+	if err := p.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	var slavePos string
+	for i, tr := range steps {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, tr, err)
+		}
+		for _, a := range rep.Actions {
+			if strings.Contains(a.What, "refused") {
+				t.Errorf("step %d: %s; MariaDB accepts this link", i+1, a.What)
+			}
+		}
+		for _, o := range rep.Observations {
+			if i == 1 && o.Replica == 0 {
+				slavePos = o.Fields["slave_pos"]
+			}
+		}
+	}
+	if slavePos != "0-1-1" {
+		t.Errorf("after step 2 replica 0's gtid_slave_pos is %q, want 0-1-1", slavePos)
+	}
+	log, err := os.ReadFile(filepath.Join(spec.Dir, "mariadb-1", "mariadb-1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "using_gtid(1), gtid('0-1-1')") {
+		t.Error("replica 1's server never logged serving replica 0 from GTID 0-1-1")
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := oracle.Compare(snap)
+	if d.Converged() || len(d.Keys) != 1 || d.Keys[0].Key != "k1.1" || snap.Replicas[1].Data["k1.1"] != "" {
+		t.Fatalf("at the end: %s; want replica 0 alone to hold k1.1 (MariaDB's replica ahead of its primary)", d.Line())
+	}
+	t.Logf("after %s: %s", schedules.Body(steps), d.Line())
+}
