@@ -10,9 +10,19 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
+// DRMOf returns the campaign's DRM: as campaign.json declares it for a DRM of a plugin's own,
+// with no plugin needed, else from the catalogue.
+func (c Campaign) DRMOf() (drms.DRM, error) {
+	if d := c.Declared; d != nil {
+		return drms.Declare(c.Plugin, c.DRM, d.Title, d.Rules, d.System, d.Summary,
+			aem.Params{Ops: d.Ops, Replicas: d.Replicas}, d.OpsRange, d.ReplicasRange)
+	}
+	return drms.Lookup(c.DRM)
+}
+
 // Header returns the header of the campaign's schedules: its DRM and parameters.
 func (c Campaign) Header() (schedules.Header, error) {
-	d, err := drms.Lookup(c.DRM)
+	d, err := c.DRMOf()
 	if err != nil {
 		return schedules.Header{}, fmt.Errorf("campaign: %w", err)
 	}

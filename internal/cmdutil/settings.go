@@ -56,3 +56,10 @@ func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
 		}
 	}
 }
+
+// AddPluginDirFlag adds --plugin-dir to a command that names a DRM but runs no plugin (gen,
+// show, results, report): the root command adds the directory to the plugins it asks for the
+// DRMs they declare. A campaign directory needs none: it holds its DRM's declaration.
+func AddPluginDirFlag(cmd *cobra.Command) {
+	cmd.Flags().String("plugin-dir", "", "look for plugins, and the DRMs they declare, in `DIR` first")
+}

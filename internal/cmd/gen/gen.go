@@ -88,6 +88,7 @@ A run that fails leaves a regular FILE as it was.`,
 	f.Uint64Var(&opts.Sample, "sample", 0, "write `N` schedules drawn uniformly at random from all of them, without enumerating them (for depths beyond enumeration), in canonical order")
 	f.Uint64Var(&opts.Seed, "seed", 1, "the `SEED` of --sample: one seed draws one sample on every machine")
 	f.BoolVar(&opts.Force, "force", false, fmt.Sprintf("write more than %d schedules", BigRun))
+	cmdutil.AddPluginDirFlag(cmd)
 	return cmd
 }
 

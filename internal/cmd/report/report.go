@@ -59,6 +59,7 @@ A report that fails leaves a regular FILE as it was.`,
 		},
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` (- for standard output)")
+	cmdutil.AddPluginDirFlag(cmd)
 	return cmd
 }
 

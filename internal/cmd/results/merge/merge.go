@@ -67,6 +67,7 @@ input.`,
 	}
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the merged campaign to `DIR`: a new directory, an empty one (kept and filled; through a link, the directory it names), or an earlier merge, which is replaced whole")
 	cmd.Flags().StringVar(&opts.Schedules, "schedules", "", "the campaign's schedule `FILE`, to name the missing schedules (default: the file the shards recorded)")
+	cmdutil.AddPluginDirFlag(cmd)
 	return cmd
 }
 
