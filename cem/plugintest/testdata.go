@@ -2,11 +2,13 @@ package plugintest
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -38,4 +40,27 @@ func KeptSchedule(t testing.TB, path, drm string, params Params) (string, []aem.
 	}
 	t.Fatalf("%s holds no schedule", path)
 	return "", nil
+}
+
+// ReplayKept runs the kept schedule id (KeptSchedule) on a cluster of p in a directory of t's,
+// on ports reserved for t, with the executor's step timeout, and returns the cluster's spec and
+// each step's report; a step that fails fails t. The cluster is torn down when t ends.
+func ReplayKept(t *testing.T, p cem.CEM, drm string, params Params, id string, steps []aem.Transition) (cem.ClusterSpec, []cem.StepReport) {
+	t.Helper()
+	ctx := context.Background()
+	spec := cem.ClusterSpec{DRM: drm, Ops: params.Ops, Replicas: params.Replicas, Dir: ClusterDir(t),
+		BasePort: ReservePorts(t, params.Replicas), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
+	if err := p.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	var reports []cem.StepReport
+	for i, tr := range steps {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, tr, err)
+		}
+		reports = append(reports, rep)
+	}
+	return spec, reports
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
@@ -24,19 +23,9 @@ func TestReplicaAhead(t *testing.T) {
 	}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "replica-ahead.txt"), "mdl", plugintest.Params{Ops: 1, Replicas: 2})
 	p := kit.New(about, &system{})
-	ctx := context.Background()
-	spec := cem.ClusterSpec{DRM: "mdl", Ops: 1, Replicas: 2, Dir: plugintest.ClusterDir(t),
-		BasePort: plugintest.ReservePorts(t, 2), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
-	if err := p.Start(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Teardown(context.Background()) })
+	spec, reports := plugintest.ReplayKept(t, p, "mdl", plugintest.Params{Ops: 1, Replicas: 2}, id, steps)
 	var slavePos string
-	for i, tr := range steps {
-		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
-		if err != nil {
-			t.Fatalf("step %d %s: %v", i+1, tr, err)
-		}
+	for i, rep := range reports {
 		for _, a := range rep.Actions {
 			if strings.Contains(a.What, "refused") {
 				t.Errorf("step %d: %s; MariaDB accepts this link", i+1, a.What)
@@ -58,7 +47,7 @@ func TestReplicaAhead(t *testing.T) {
 	if !strings.Contains(string(log), "using_gtid(1), gtid('0-1-1')") {
 		t.Error("replica 1's server never logged serving replica 0 from GTID 0-1-1")
 	}
-	snap, err := p.Read(ctx)
+	snap, err := p.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

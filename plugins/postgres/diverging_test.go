@@ -24,20 +24,10 @@ func TestDivergingTimelines(t *testing.T) {
 	}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "diverging-timelines.txt"), "pgl", aem.Params{Ops: 2, Replicas: 3})
 	p := kit.New(about, &system{})
-	ctx := context.Background()
-	spec := cem.ClusterSpec{DRM: "pgl", Ops: 2, Replicas: 3, Dir: plugintest.ClusterDir(t),
-		BasePort: plugintest.ReservePorts(t, 3), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
-	if err := p.Start(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Teardown(context.Background()) })
+	_, reports := plugintest.ReplayKept(t, p, "pgl", aem.Params{Ops: 2, Replicas: 3}, id, steps)
 	timelines := map[int]string{}
 	var rewind string
-	for i, tr := range steps {
-		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: tr.String()})
-		if err != nil {
-			t.Fatalf("step %d %s: %v", i+1, tr, err)
-		}
+	for i, rep := range reports {
 		for _, o := range rep.Observations {
 			if i == 2 {
 				timelines[o.Replica] = o.Fields[cem.ObserveEpoch]
@@ -53,7 +43,7 @@ func TestDivergingTimelines(t *testing.T) {
 	if !strings.Contains(rewind, "no rewind required") {
 		t.Errorf("step 6 observed rewind=%q for replica 1, want pg_rewind's \"no rewind required\"", rewind)
 	}
-	snap, err := p.Read(ctx)
+	snap, err := p.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
