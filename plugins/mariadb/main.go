@@ -183,9 +183,11 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 	return true, "", nil
 }
 
+// Follow links r to src. A replica whose primary restarts (a fresh copy) reconnects after
+// MASTER_CONNECT_RETRY seconds, 60 by default, which would outlast the step: 1.
 func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
 	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', "+
-		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]), false)
+		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]), false)
 	return err
 }
 

@@ -24,7 +24,7 @@ crash() { pkill -KILL -f -- "--datadir=$dir/$1 "; while pgrep -f -- "--datadir=$
 q() { mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -NB -e "$2"; }
 follow() { # replica primary
   q "$1" "STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $(port "$2"),
-    MASTER_USER = 'root', MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE"
+    MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE"
 }
 start a 1; start b 2
 follow b a                                   # the models' start: b replicates from a
