@@ -102,6 +102,15 @@ func Declare(d drms.DRM) *Declaration {
 		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas}
 }
 
+// FailClass is the class of a failed record: divergence for records older than the classes,
+// which knew only divergence and name none.
+func (r Record) FailClass() oracle.Class {
+	if r.Class == "" {
+		return oracle.Diverged
+	}
+	return r.Class
+}
+
 // Record is what one schedule's run found.
 type Record struct {
 	ID      string         `json:"id"`

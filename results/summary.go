@@ -285,10 +285,7 @@ func (s *Summary) Classes() string {
 		if s.Label(r) != string(oracle.Fail) {
 			continue
 		}
-		class := r.Class
-		if class == "" {
-			class = oracle.Diverged // records older than the classes knew only divergence
-		}
+		class := r.FailClass()
 		count[class]++
 		if r.AtEnd == string(oracle.Pass) || strings.HasPrefix(r.AtEnd, string(oracle.Pass)+":") {
 			healed[class]++

@@ -3,9 +3,9 @@ package results
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -17,8 +17,9 @@ import (
 
 // Options are results' inputs, apart from flag parsing.
 type Options struct {
-	Out io.Writer
-	Dir string // a campaign's results directory, or a directory of them
+	Out    io.Writer
+	Dir    string // a campaign's results directory, or a directory of them
+	Format string // one of formats' names: text, json or junit
 }
 
 // NewCmd returns the results command; runF replaces Run in tests.
@@ -41,9 +42,38 @@ done: the next 'modulo run' retries it.
 DIR defaults to ` + config.Default().ResultsDir + `; a directory holding several campaigns' directories
 summarises each.
 
-'modulo results merge' makes one campaign directory of the shards' (modulo run --shard).`,
+'modulo results merge' makes one campaign directory of the shards' (modulo run --shard).
+
+Formats (--format):
+
+  text   the summary above, for people (the default)
+  json   one JSON document for programs: {"campaigns": [...]}, an object per campaign with
+           dir         the campaign's results directory
+           campaign    drm, ops, replicas, schedule_file, plugin, plugin_version,
+                       server_version, modulo_version, started (RFC 3339)
+           summary     total (the campaign's schedules), done (those with a verdict that
+                       holds), pass, fail, flaky, incomplete and error (the schedules with
+                       a verdict by label, as the text counts them) and failed_by_class
+                       (the fails by class: divergence, lost-write, broken-replication,
+                       self-check)
+           not_passed  every schedule that did not pass, in the order recorded: id,
+                       verdict (as recorded), flaky (true when labelled flaky), class (of
+                       a fail; "" otherwise), step (the 1-based step after which a fail
+                       was seen; 0: at the end), detail, at_end (what the end alone
+                       showed), failure_dir (its failure folder, relative to dir; "" if
+                       none)
+         Every field is always there. Passes are counted, not listed.
+  junit  JUnit XML for CI test reports: a <testsuite> per campaign, and a <testcase> per
+         schedule with a verdict (its latest record), named "ID BODY" (BODY: the
+         schedule's transitions, when its ID is the DRM model's), classname modulo.DRM,
+         its time in seconds. A fail holds <failure type="CLASS">, an incomplete <failure
+         type="incomplete">, an error <error type="error">, each with the message
+         "TYPE: DETAIL" and the detail as its text. A schedule labelled flaky passes,
+         holding a <flakyFailure> or <flakyError> instead (Maven Surefire's mark of a test
+         that failed, then passed when run again).`,
 		Example: `  modulo results modulo-results/slr
-  modulo results`,
+  modulo results
+  modulo results --format junit modulo-results/slr > modulo-junit.xml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			opts.Dir = config.Default().ResultsDir
@@ -56,12 +86,24 @@ summarises each.
 			return Run(opts)
 		},
 	}
+	cmd.Flags().StringVar(&opts.Format, "format", formats[0].name,
+		"print the summary as `FORMAT`: "+formatNames()+" (see Formats above)")
 	cmd.AddCommand(merge.NewCmd(out, nil))
+	cmdutil.AddPluginDirFlag(cmd)
 	return cmd
 }
 
-// Run prints the summary of the campaign in opts.Dir, or of every campaign under it.
+// Run prints the summary of the campaign in opts.Dir, or of every campaign under it, in
+// opts.Format ("" is text).
 func Run(opts *Options) error {
+	format := formats[0]
+	if opts.Format != "" {
+		i := slices.IndexFunc(formats, func(f outputFormat) bool { return f.name == opts.Format })
+		if i < 0 {
+			return cmdutil.Usagef("--format must be %s, got %q", formatNames(), opts.Format)
+		}
+		format = formats[i]
+	}
 	dirs, err := results.Campaigns(opts.Dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, results.ErrNotCampaign) {
 		return cmdutil.Usage(err)
@@ -69,17 +111,12 @@ func Run(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// JSON and JUnit make one document of every campaign: all are read before any is written.
+	sums := make([]*results.Summary, len(dirs))
 	for i, dir := range dirs {
-		s, err := results.ReadSummary(dir)
-		if err != nil {
-			return err
-		}
-		if i > 0 {
-			fmt.Fprintln(opts.Out)
-		}
-		if err := s.WriteText(opts.Out); err != nil {
+		if sums[i], err = results.ReadSummary(dir); err != nil {
 			return err
 		}
 	}
-	return nil
+	return format.write(opts.Out, sums)
 }

@@ -16,11 +16,12 @@ const campaigns = "../../../results/testdata/campaigns"
 
 func TestNewCmd(t *testing.T) {
 	tests := []struct {
-		args []string
-		dir  string
+		args        []string
+		dir, format string
 	}{
-		{nil, "modulo-results"},
-		{[]string{"some/dir"}, "some/dir"},
+		{nil, "modulo-results", "text"},
+		{[]string{"some/dir"}, "some/dir", "text"},
+		{[]string{"--format", "junit", "some/dir"}, "some/dir", "junit"},
 	}
 	for _, tt := range tests {
 		var got *Options
@@ -29,9 +30,29 @@ func TestNewCmd(t *testing.T) {
 		if err := cmd.Execute(); err != nil {
 			t.Fatal(err)
 		}
-		if got.Dir != tt.dir {
-			t.Errorf("args %q: dir %q, want %q", tt.args, got.Dir, tt.dir)
+		if got.Dir != tt.dir || got.Format != tt.format {
+			t.Errorf("args %q: dir %q, format %q; want %q, %q", tt.args, got.Dir, got.Format, tt.dir, tt.format)
 		}
+	}
+}
+
+// TestBadFormat runs the command with a format it does not know: a usage error, one line,
+// before it reads anything.
+func TestBadFormat(t *testing.T) {
+	var out bytes.Buffer
+	cmd := NewCmd(&out, nil)
+	cmd.SetArgs([]string{"--format", "bogus", filepath.Join(t.TempDir(), "nope")})
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	want := `--format must be text, json or junit, got "bogus"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+	if code := cmdutil.Code(err); code != cmdutil.ExitUsage {
+		t.Errorf("exit status %d, want %d", code, cmdutil.ExitUsage)
+	}
+	if out.Len() > 0 {
+		t.Errorf("printed %q", out.String())
 	}
 }
 
