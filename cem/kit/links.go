@@ -38,7 +38,6 @@ type linkEngine struct {
 	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
 	waitBefore, waitAfter time.Duration
 	probe                 bool
-	copying               *Replica // copyFresh's replica while it links it again
 }
 
 func (e *linkEngine) policy() error {
@@ -574,9 +573,7 @@ func (e *linkEngine) copyFresh(ctx context.Context, r, src *Replica, refusal err
 	if follows {
 		return nil
 	}
-	e.copying = r // a second refusal is an error
-	defer func() { e.copying = nil }()
-	return e.follow(ctx, r, src)
+	return e.link(ctx, r, src) // a second refusal is an error
 }
 
 // chainOnline tells whether every source above replica i in s, up to its tree's root, is
@@ -672,16 +669,22 @@ func (e *linkEngine) awaitInSyncOnce(ctx context.Context, r, src *Replica) (refu
 	return nil, nil
 }
 
-// follow makes r follow src.
+// follow makes r follow src; where the system refuses, r is copied afresh from src first.
 func (e *linkEngine) follow(ctx context.Context, r, src *Replica) error {
+	err := e.link(ctx, r, src)
+	if errors.Is(err, ErrRefused) {
+		return e.copyFresh(ctx, r, src, err)
+	}
+	return err
+}
+
+// link makes r follow src as the system does it: live, or through a restart (ErrNeedsStop).
+func (e *linkEngine) link(ctx context.Context, r, src *Replica) error {
 	err := e.p.call(ctx, fmt.Sprintf("%s to follow %s", r.Name, src.Name), func(ctx context.Context) error {
 		return e.l.Follow(ctx, r, src)
 	})
 	if errors.Is(err, ErrNeedsStop) {
 		return e.relinkStopped(ctx, r, src)
-	}
-	if errors.Is(err, ErrRefused) && e.copying != r {
-		return e.copyFresh(ctx, r, src, err)
 	}
 	if err != nil {
 		return err
