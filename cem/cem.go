@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/drms"
 )
 
@@ -40,23 +39,7 @@ type Capabilities struct {
 }
 
 // DRMSpec is a DRM that a plugin declares: everything modulo's catalogue holds of one.
-type DRMSpec struct {
-	Name    string // short name, lower-case letters and digits: "pgl"
-	Title   string // as reports print it: "S/CL/P"
-	Rules   string // the abstract model's rule set: quorum, suspend, link or crash-link
-	System  string // the system under test: "PostgreSQL"
-	Summary string // one line for listings
-	// Ops and Replicas are the default parameters of gen; OpsRange and ReplicasRange the
-	// values the plugin's author has run (empty: the default only).
-	Ops, Replicas           int
-	OpsRange, ReplicasRange []int
-}
-
-// DRM is the DRM that plugin declares with d, checked as drms.Declare checks it.
-func (d DRMSpec) DRM(plugin string) (drms.DRM, error) {
-	return drms.Declare(plugin, d.Name, d.Title, d.Rules, d.System, d.Summary,
-		aem.Params{Ops: d.Ops, Replicas: d.Replicas}, d.OpsRange, d.ReplicasRange)
-}
+type DRMSpec = drms.Spec
 
 // Info describes a plugin and the server binary it drives.
 type Info struct {

@@ -81,6 +81,38 @@ func Declare(plugin, name, title, rules, system, summary string, defaults aem.Pa
 	}, nil
 }
 
+// Spec is a DRM as a plugin declares it (Declare's arguments): everything the catalogue
+// holds of one. A campaign's campaign.json keeps it, without the name the campaign gives
+// already, so that the campaign is read where its plugin is not installed.
+type Spec struct {
+	Name    string `json:"-"`       // short name, lower-case letters and digits: "pgl"
+	Title   string `json:"title"`   // as reports print it: "S/CL/P"
+	Rules   string `json:"rules"`   // the abstract model's rule set: quorum, suspend, link or crash-link
+	System  string `json:"system"`  // the system under test: "PostgreSQL"
+	Summary string `json:"summary"` // one line for listings
+	// Ops and Replicas are the default parameters of gen; OpsRange and ReplicasRange the
+	// values the plugin's author has run (empty: the default only).
+	Ops           int   `json:"ops"`
+	Replicas      int   `json:"replicas"`
+	OpsRange      []int `json:"ops_range"`
+	ReplicasRange []int `json:"replicas_range"`
+}
+
+// DRM is the DRM that plugin declares with s, checked as Declare checks it.
+func (s Spec) DRM(plugin string) (DRM, error) {
+	return Declare(plugin, s.Name, s.Title, s.Rules, s.System, s.Summary,
+		aem.Params{Ops: s.Ops, Replicas: s.Replicas}, s.OpsRange, s.ReplicasRange)
+}
+
+// Spec returns what the plugin declared of d, nil for a built-in DRM.
+func (d DRM) Spec() *Spec {
+	if !d.Declared {
+		return nil
+	}
+	return &Spec{Name: d.Name, Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
+		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas}
+}
+
 // Resolver finds the DRMs that plugins declare.
 type Resolver interface {
 	// Declared returns every DRM that the plugins found declare, in a stable order; an error

@@ -13,9 +13,10 @@ import (
 // DRMOf returns the campaign's DRM: as campaign.json declares it for a DRM of a plugin's own,
 // with no plugin needed, else from the catalogue.
 func (c Campaign) DRMOf() (drms.DRM, error) {
-	if d := c.Declared; d != nil {
-		return drms.Declare(c.Plugin, c.DRM, d.Title, d.Rules, d.System, d.Summary,
-			aem.Params{Ops: d.Ops, Replicas: d.Replicas}, d.OpsRange, d.ReplicasRange)
+	if c.Declared != nil {
+		spec := *c.Declared
+		spec.Name = c.DRM
+		return spec.DRM(c.Plugin)
 	}
 	return drms.Lookup(c.DRM)
 }

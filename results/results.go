@@ -78,28 +78,7 @@ type Campaign struct {
 	BasePort int `json:"base_port,omitempty"`
 	// Declared, for a DRM that its plugin declares, is the declaration: the campaign directory
 	// is then read (results, report, merge, show) where the plugin is not installed.
-	Declared *Declaration `json:"declared_drm,omitempty"`
-}
-
-// Declaration is what a plugin declares of its DRM (drms.Declare's arguments).
-type Declaration struct {
-	Title         string `json:"title"`
-	Rules         string `json:"rules"`
-	System        string `json:"system"`
-	Summary       string `json:"summary,omitempty"`
-	Ops           int    `json:"ops"`
-	Replicas      int    `json:"replicas"`
-	OpsRange      []int  `json:"ops_range"`
-	ReplicasRange []int  `json:"replicas_range"`
-}
-
-// Declare returns d's declaration for a campaign's record, nil for a built-in DRM.
-func Declare(d drms.DRM) *Declaration {
-	if !d.Declared {
-		return nil
-	}
-	return &Declaration{Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
-		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas}
+	Declared *drms.Spec `json:"declared_drm,omitempty"`
 }
 
 // FailClass is the class of a failed record: divergence for records older than the classes,
