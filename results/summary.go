@@ -280,17 +280,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 // end alone would have passed: "divergence 3 (2 healed by the end), lost-write 1"; empty
 // when none failed.
 func (s *Summary) Classes() string {
-	count, healed := map[oracle.Class]int{}, map[oracle.Class]int{}
-	for _, r := range s.Latest {
-		if s.Label(r) != string(oracle.Fail) {
-			continue
-		}
-		class := r.FailClass()
-		count[class]++
-		if r.AtEnd == string(oracle.Pass) || strings.HasPrefix(r.AtEnd, string(oracle.Pass)+":") {
-			healed[class]++
-		}
-	}
+	count, healed := s.ClassCounts()
 	var parts []string
 	for _, class := range oracle.Classes {
 		if count[class] == 0 {
@@ -303,6 +293,23 @@ func (s *Summary) Classes() string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ClassCounts counts the failed schedules (a flaky one is not failed) by the check they
+// failed, and those of them that the end alone would have passed.
+func (s *Summary) ClassCounts() (count, healed map[oracle.Class]int) {
+	count, healed = map[oracle.Class]int{}, map[oracle.Class]int{}
+	for _, r := range s.Latest {
+		if s.Label(r) != string(oracle.Fail) {
+			continue
+		}
+		class := r.FailClass()
+		count[class]++
+		if r.AtEnd == string(oracle.Pass) || strings.HasPrefix(r.AtEnd, string(oracle.Pass)+":") {
+			healed[class]++
+		}
+	}
+	return count, healed
 }
 
 // OneLine joins the lines of text with "; ", for a column.

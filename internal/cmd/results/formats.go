@@ -110,13 +110,13 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			},
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
 		}
+		byClass, _ := s.ClassCounts()
+		for class, n := range byClass {
+			e.Summary.FailedByClass[string(class)] = n
+		}
 		for _, r := range s.NotPassed() {
-			label := s.Label(r)
-			if label == string(oracle.Fail) {
-				e.Summary.FailedByClass[string(r.FailClass())]++
-			}
 			rec := jsonRecord{
-				ID: r.ID, Verdict: string(r.Verdict), Flaky: label == results.FlakyLabel,
+				ID: r.ID, Verdict: string(r.Verdict), Flaky: s.Label(r) == results.FlakyLabel,
 				Step: r.Step, Detail: r.Detail, AtEnd: r.AtEnd, FailureDir: failureDir(s.Dir, r.ID),
 			}
 			if r.Verdict == oracle.Fail {
