@@ -322,17 +322,24 @@ func (c *cluster) record(t *testing.T) {
 	c.recordShm(t, files)
 }
 
+// groups lists the process groups that files name, but those whose pid is another process's
+// now (and so its group too).
+func groups(files []proc.PidFile) []int {
+	var pgids []int
+	for _, f := range files {
+		if start, err := proc.StartTime(f.Pid); err == nil && start != f.Start {
+			continue
+		}
+		pgids = append(pgids, f.Pid)
+	}
+	return pgids
+}
+
 // recordShm adds the files under /dev/shm that the servers of files map or hold open now:
 // teardownChecked fails a teardown that leaves one.
 func (c *cluster) recordShm(t *testing.T, files []proc.PidFile) {
 	t.Helper()
-	var pgids []int
-	for _, f := range files {
-		if start, err := proc.StartTime(f.Pid); err == nil && start == f.Start {
-			pgids = append(pgids, f.Pid)
-		}
-	}
-	shm, err := proc.GroupSharedMemory(pgids...)
+	shm, err := proc.GroupSharedMemory(groups(files)...)
 	if err != nil {
 		t.Error(err)
 	}
@@ -361,14 +368,7 @@ func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
 // on.
 func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
 	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1
-	var pgids []int
-	for _, f := range files {
-		if start, err := proc.StartTime(f.Pid); err == nil && start != f.Start {
-			continue // the pid is another process's now, and its group too
-		}
-		pgids = append(pgids, f.Pid)
-	}
-	listens, err := proc.GroupListens(pgids...)
+	listens, err := proc.GroupListens(groups(files)...)
 	if err != nil {
 		return nil, err
 	}
