@@ -134,13 +134,13 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 }
 
 // query runs statements on r's server with the mariadb client and returns its rows, tab
-// separated; vertical prints "name: value" lines instead.
-func (s *system) query(ctx context.Context, r *kit.Replica, sql string, vertical bool) (string, error) {
-	format := "-NB"
-	if vertical {
-		format = "-E"
+// separated, or as the client's options opts print them ("-E": "name: value" lines).
+func (s *system) query(ctx context.Context, r *kit.Replica, sql string, opts ...string) (string, error) {
+	if len(opts) == 0 {
+		opts = []string{"-NB"}
 	}
-	return kit.Output(ctx, s.tool("mariadb"), "-h127.0.0.1", "-P"+strconv.Itoa(r.Ports[0]), "-uroot", format, "-e", sql)
+	args := append([]string{"-h127.0.0.1", "-P" + strconv.Itoa(r.Ports[0]), "-uroot"}, opts...)
+	return kit.Output(ctx, s.tool("mariadb"), append(args, "-e", sql)...)
 }
 
 func quote(v string) string {
@@ -148,19 +148,19 @@ func quote(v string) string {
 }
 
 func (s *system) Ready(ctx context.Context, r *kit.Replica) (bool, string, error) {
-	if _, err := s.query(ctx, r, "SELECT 1", false); err != nil {
+	if _, err := s.query(ctx, r, "SELECT 1"); err != nil {
 		return false, err.Error(), nil
 	}
 	return true, "", nil
 }
 
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
-	_, err := s.query(ctx, r, fmt.Sprintf("REPLACE INTO modulo.kv VALUES (%s, %s)", quote(key), quote(value)), false)
+	_, err := s.query(ctx, r, fmt.Sprintf("REPLACE INTO modulo.kv VALUES (%s, %s)", quote(key), quote(value)))
 	return err
 }
 
 func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string, error) {
-	out, err := s.query(ctx, r, "SELECT k, v FROM modulo.kv", false)
+	out, err := s.query(ctx, r, "SELECT k, v FROM modulo.kv")
 	if err != nil {
 		return nil, err
 	}
@@ -187,12 +187,12 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 // MASTER_CONNECT_RETRY seconds, 60 by default, which would outlast the step: 1.
 func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
 	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', "+
-		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]), false)
+		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]))
 	return err
 }
 
 func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
-	_, err := s.query(ctx, r, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0", false)
+	_, err := s.query(ctx, r, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0")
 	return err
 }
 
@@ -203,11 +203,11 @@ const refusedErrno = "1236"
 // src's binlog position (MASTER_GTID_WAIT). An I/O thread that stopped on error 1236 is
 // MariaDB refusing the link; any other stopped thread with an error is broken replication.
 func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string, error) {
-	pos, err := s.query(ctx, src, "SELECT @@gtid_binlog_pos", false)
+	pos, err := s.query(ctx, src, "SELECT @@gtid_binlog_pos")
 	if err != nil {
 		return false, "", err
 	}
-	out, err := s.query(ctx, r, "SHOW SLAVE STATUS", true)
+	out, err := s.query(ctx, r, "SHOW SLAVE STATUS", "-E")
 	if err != nil {
 		return false, "", err
 	}
@@ -223,7 +223,7 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 		return false, fmt.Sprintf("I/O thread %s, SQL thread %s", st["Slave_IO_Running"], st["Slave_SQL_Running"]), nil
 	}
 	pos = strings.TrimSpace(pos)
-	waited, err := s.query(ctx, r, fmt.Sprintf("SELECT MASTER_GTID_WAIT(%s, 0)", quote(pos)), false)
+	waited, err := s.query(ctx, r, fmt.Sprintf("SELECT MASTER_GTID_WAIT(%s, 0)", quote(pos)))
 	if err != nil {
 		return false, "", err
 	}
@@ -245,7 +245,7 @@ func parseStatus(out string) map[string]string {
 
 // Stop shuts r's server down cleanly, as an operator does before restoring it.
 func (s *system) Stop(ctx context.Context, r *kit.Replica) error {
-	_, err := s.query(ctx, r, "SHUTDOWN", false)
+	_, err := s.query(ctx, r, "SHUTDOWN")
 	return err
 }
 
@@ -277,8 +277,7 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 		return s.Ready(ctx, to)
 	})
 	if err == nil {
-		_, err = kit.Output(ctx, s.tool("mariadb"), "-h127.0.0.1", "-P"+strconv.Itoa(to.Ports[0]), "-uroot",
-			"--init-command=SET sql_log_bin = 0", "-e", "source "+dump)
+		_, err = s.query(ctx, to, "source "+dump, "--init-command=SET sql_log_bin = 0")
 	}
 	if err == nil {
 		err = s.Stop(ctx, to)
@@ -291,7 +290,7 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 
 // Observe reports r's role and its GTID positions.
 func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (map[string]string, error) {
-	out, err := s.query(ctx, r, "SELECT @@read_only, @@gtid_binlog_pos, @@gtid_slave_pos", false)
+	out, err := s.query(ctx, r, "SELECT @@read_only, @@gtid_binlog_pos, @@gtid_slave_pos")
 	if err != nil {
 		return map[string]string{"mariadb": err.Error()}, nil
 	}
