@@ -48,8 +48,13 @@ func KeptSchedule(t testing.TB, path, drm string, params Params) (string, []aem.
 func ReplayKept(t *testing.T, p cem.CEM, drm string, params Params, id string, steps []aem.Transition) (cem.ClusterSpec, []cem.StepReport) {
 	t.Helper()
 	ctx := context.Background()
+	info, err := p.Info(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := cem.ClusterSpec{DRM: drm, Ops: params.Ops, Replicas: params.Replicas, Dir: ClusterDir(t),
-		BasePort: ReservePorts(t, params.Replicas), ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
+		BasePort:   ReservePorts(t, params.Replicas*info.Capabilities.PortsPerReplica),
+		ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
 	if err := p.Start(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
