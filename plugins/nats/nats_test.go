@@ -1,0 +1,39 @@
+package main
+
+import (
+	"time"
+
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+)
+
+// known are the schedules of the suite that nats-server 2.9.10 fails every time: an
+// uncommitted write of a crashed leader that it applies once it rejoins (the failure kept in
+// testdata/uncommitted-applied.txt).
+var known = map[string]string{
+	"7609f891f77c97b3": "testdata/uncommitted-applied.txt", // three replicas
+	"9b550ebe52cdbb1c": "testdata/uncommitted-applied.txt", // five: the same steps
+}
+
+// TestConformance runs modulo's conformance suite on real JetStream clusters of three and five
+// servers: in process, and through the plugin binary as modulo runs it.
+func TestConformance(t *testing.T) {
+	bin := plugintest.Build(t, ".")
+	for _, n := range []int{3, 5} {
+		t.Run(map[int]string{3: "three", 5: "five"}[n], func(t *testing.T) {
+			plugintest.Run(t, plugintest.Config{
+				DRM:    "qcn",
+				Params: plugintest.Params{Replicas: n},
+				New:    func() cem.CEM { return kit.New(about, &system{}) },
+				Binary: bin,
+				// nats-server 2.9 elects a leader 4 to 9 s after it lost one, for the meta group and
+				// then for the stream.
+				StepTimeout: time.Minute,
+				Known:       known,
+			})
+		})
+	}
+}
