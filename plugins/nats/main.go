@@ -374,8 +374,13 @@ func (s *system) settle(vs []view, seen string) (bool, string, error) {
 	return true, "", nil
 }
 
-// create creates the stream through r: file storage, one replica per server.
+// create creates the stream through r: file storage, one replica per server. Its answer comes
+// from the stream's new leader, through the routes, and is lost when the route to the client's
+// server is not up yet: each attempt is bounded, and the next poll asks again (a stream that
+// exists with this configuration is the answer, as nats-server creates it once).
 func (s *system) create(ctx context.Context, c *kit.Cluster, r *kit.Replica) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	nc, err := connect(ctx, r)
 	if err != nil {
 		return err
@@ -389,7 +394,7 @@ func (s *system) create(ctx context.Context, c *kit.Cluster, r *kit.Replica) err
 		Name: streamName, Subjects: []string{subjects + ">"}, Storage: nats.FileStorage, Replicas: len(c.Replicas),
 	}, nats.Context(ctx))
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
-		return nil // the meta leader was not ready to answer: the next poll asks again
+		return nil // no answer: the next poll asks again
 	}
 	if err != nil {
 		return fmt.Errorf("create stream %s through %s: %w", streamName, r.Name, err)
