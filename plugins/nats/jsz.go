@@ -92,6 +92,13 @@ func (j *jsz) metaLeader() string {
 	return j.Meta.Leader
 }
 
+// outside tells whether r's server serves the stream outside its Raft group: nats-server 2.9
+// reports a stream that has no Raft node (its meta layer assigned it none) as led by the server
+// itself, with no replicas, where a leader of a replicated stream lists its peers.
+func (sd *streamDetail) outside(r *kit.Replica) bool {
+	return sd.Cluster != nil && sd.Cluster.Leader == r.Name && len(sd.Cluster.Replicas) == 0
+}
+
 // streamLeader is the server the replica follows as the stream's leader, "" for none.
 func (sd *streamDetail) leader() string {
 	if sd == nil || sd.Cluster == nil {

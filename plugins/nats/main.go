@@ -54,11 +54,11 @@ type Config struct {
 	// Server is the nats-server binary: a path, or a name looked up in PATH.
 	Server string `toml:"server"`
 	// SettleMS is how long the servers' views of the stream must stay the same before a
-	// convergence takes a stream that some online servers do not host (or none does), or
-	// servers whose leader counts them current with another state than its, as what the
-	// cluster settled on, rather than waiting for what will not come. It must be longer than
-	// nats-server's longest election timeout (9 s in 2.9), so that a server still recovering
-	// its assignments has found its leader.
+	// convergence takes a stream that some online servers do not host (or none does) or serve
+	// outside its Raft group, or servers whose leader counts them current with another state
+	// than its, as what the cluster settled on, rather than waiting for what will not come.
+	// Longer than nats-server's longest election timeout (9 s in 2.9), so that a server still
+	// recovering its assignments has found its leader.
 	SettleMS int `toml:"settle_ms"`
 }
 
@@ -272,10 +272,12 @@ func streamLeader(vs []view) (*kit.Replica, string) {
 
 // CaughtUp: one meta leader; every online server hosts the stream and follows one leader
 // among them, which counts every one current; and every server's store holds the leader's
-// state. At the cluster's start it first creates the stream. Two cases count as settled
+// state. At the cluster's start it first creates the stream. Three cases count as settled
 // once the views have not changed for settle_ms, so that the replicas' data say what is wrong
 // where waiting would only end the schedule incomplete: some online servers host no stream
-// (or none does), and servers that the leader counts current hold another state than its.
+// (or none does), a server serves the stream outside its Raft group (its meta layer holds no
+// assignment for a stream its store holds), and servers that the leader counts current hold
+// another state than its.
 func (s *system) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Replica) (bool, string, error) {
 	vs, seen := views(ctx, online)
 	if vs == nil {
@@ -296,7 +298,11 @@ func (s *system) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Rep
 	}
 	hosts := 0
 	for _, v := range vs {
-		if v.stream != nil {
+		switch {
+		case v.stream == nil:
+		case v.stream.outside(v.r):
+			return s.settle(vs, v.r.Name+" serves the stream outside its Raft group")
+		default:
 			hosts++
 		}
 	}
@@ -440,6 +446,8 @@ func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (m
 	switch {
 	case sd == nil:
 		fields[cem.ObserveRole] = "no stream"
+	case sd.outside(r):
+		fields[cem.ObserveRole] = "outside the group"
 	case sd.leader() == r.Name:
 		fields[cem.ObserveRole] = "leader"
 	case sd.leader() == "":
