@@ -36,6 +36,17 @@ var about = kit.About{
 
 func main() { kit.Serve(about, &system{}) }
 
+// The interfaces the kit finds by assertion: a wrong signature would silently leave one out.
+var (
+	_ kit.Configurable = (*system)(nil)
+	_ kit.Preparer     = (*system)(nil)
+	_ kit.Quorum       = (*system)(nil)
+	_ kit.LogReader    = (*system)(nil)
+	_ kit.DiskState    = (*system)(nil)
+	_ kit.Observer     = (*system)(nil)
+	_ kit.SyncLogger   = (*system)(nil)
+)
+
 // The ports of a replica, in the order the kit gives them.
 const (
 	clientPort = iota
@@ -246,13 +257,16 @@ func (s *system) Leader(ctx context.Context, _ *kit.Cluster, online []*kit.Repli
 	if vs == nil {
 		return nil, seen, nil
 	}
-	l, seen := streamLeader(vs)
-	return l, seen, nil
+	lv, seen := streamLeader(vs)
+	if lv == nil {
+		return nil, seen, nil
+	}
+	return lv.r, "", nil
 }
 
-// streamLeader is the server that every view follows as the stream's leader, or nil with what
-// the views say instead.
-func streamLeader(vs []view) (*kit.Replica, string) {
+// streamLeader is the view of the server that every view follows as the stream's leader, or
+// nil with what the views say instead.
+func streamLeader(vs []view) (*view, string) {
 	name := vs[0].stream.leader()
 	for _, v := range vs {
 		switch {
@@ -262,9 +276,9 @@ func streamLeader(vs []view) (*kit.Replica, string) {
 			return nil, fmt.Sprintf("%s follows %q as the stream's leader, %s follows %q", v.r.Name, v.stream.leader(), vs[0].r.Name, name)
 		}
 	}
-	for _, v := range vs {
-		if v.r.Name == name {
-			return v.r, ""
+	for i := range vs {
+		if vs[i].r.Name == name {
+			return &vs[i], ""
 		}
 	}
 	return nil, fmt.Sprintf("the stream's leader is %q, not one of the online servers", name)
@@ -309,51 +323,41 @@ func (s *system) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Rep
 	if hosts < len(vs) {
 		return s.settle(vs, fmt.Sprintf("%d of the %d online servers host stream %s", hosts, len(vs), streamName))
 	}
-	l, seen := streamLeader(vs)
-	if l == nil {
+	lv, seen := streamLeader(vs)
+	if lv == nil {
 		s.settled = ""
 		return false, seen, nil
 	}
-	if seen := notCurrent(vs, l); seen != "" {
+	if seen := notCurrent(vs, lv); seen != "" {
 		s.settled = ""
 		return false, seen, nil
 	}
-	if seen := otherState(vs, l); seen != "" {
+	if seen := otherState(vs, lv); seen != "" {
 		return s.settle(vs, seen)
 	}
 	s.settled = ""
 	return true, "", nil
 }
 
-// leaderView is the view of the leader l.
-func leaderView(vs []view, l *kit.Replica) view {
-	for _, v := range vs {
-		if v.r == l {
-			return v
-		}
-	}
-	return view{}
-}
-
-// notCurrent says which server the leader l does not count current, "" when it counts them all.
-func notCurrent(vs []view, l *kit.Replica) string {
-	lv := leaderView(vs, l)
+// notCurrent says which server the leader (its view lv) does not count current, "" when it
+// counts them all.
+func notCurrent(vs []view, lv *view) string {
 	for _, p := range lv.stream.Cluster.Replicas {
 		for _, v := range vs {
 			if p.Name == v.r.Name && !p.Current {
-				return fmt.Sprintf("the leader %s does not count %s current", l.Name, v.r.Name)
+				return fmt.Sprintf("the leader %s does not count %s current", lv.r.Name, v.r.Name)
 			}
 		}
 	}
 	return ""
 }
 
-// otherState says which server's store holds another state than the leader l's, "" for none.
-func otherState(vs []view, l *kit.Replica) string {
-	lv := leaderView(vs, l)
+// otherState says which server's store holds another state than the leader's (its view lv),
+// "" for none.
+func otherState(vs []view, lv *view) string {
 	for _, v := range vs {
 		if v.stream.State != lv.stream.State {
-			return fmt.Sprintf("%s holds %s, the leader %s holds %s", v.r.Name, v.stream.State, l.Name, lv.stream.State)
+			return fmt.Sprintf("%s holds %s, the leader %s holds %s", v.r.Name, v.stream.State, lv.r.Name, lv.stream.State)
 		}
 	}
 	return ""
