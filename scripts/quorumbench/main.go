@@ -16,13 +16,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/results"
+	"github.com/modulo-testing/modulo/schedules"
 )
 
 type options struct {
@@ -102,7 +103,7 @@ func campaign(o options, drm string) (measure, error) {
 	if err != nil {
 		return m, err
 	}
-	kinds, err := stepKinds(file)
+	steps, err := scheduleSteps(file)
 	if err != nil {
 		return m, err
 	}
@@ -112,7 +113,7 @@ func campaign(o options, drm string) (measure, error) {
 		per = append(per, r.End.Sub(r.Start))
 		for i, ms := range r.StepsMS {
 			d := time.Duration(ms * float64(time.Millisecond))
-			if k := kinds[r.ID]; i < len(k) && k[i] == 'D' {
+			if st := steps[r.ID]; i < len(st) && st[i].Kind == aem.Divergence {
 				div = append(div, d)
 			} else {
 				conv = append(conv, d)
@@ -120,39 +121,29 @@ func campaign(o options, drm string) (measure, error) {
 		}
 	}
 	m.schedules = len(records)
-	m.median, m.p90 = quantile(per, 0.5), quantile(per, 0.9)
-	m.divergence, m.converge = quantile(div, 0.5), quantile(conv, 0.5)
+	m.median, m.p90 = results.Percentile(per, 0.5), results.Percentile(per, 0.9)
+	m.divergence, m.converge = results.Percentile(div, 0.5), results.Percentile(conv, 0.5)
 	return m, nil
 }
 
-// stepKinds reads a schedule file's steps: for each ID, the first letter of every step (D or C).
-func stepKinds(file string) (map[string]string, error) {
+// scheduleSteps reads the steps of every schedule of a schedule file, by ID. It reads the lines
+// itself, as the file's header names a DRM that only its plugin declares.
+func scheduleSteps(file string) (map[string][]aem.Transition, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	kinds := map[string]string{}
+	steps := map[string][]aem.Transition{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+		id, body, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(id, "#") {
 			continue
 		}
-		var k []byte
-		for _, step := range fields[1:] {
-			k = append(k, step[0])
+		if steps[id], err = schedules.ParseBody(body); err != nil {
+			return nil, fmt.Errorf("%s: schedule %s: %w", file, id, err)
 		}
-		kinds[fields[0]] = string(k)
 	}
-	return kinds, sc.Err()
-}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	ds = slices.Clone(ds)
-	slices.Sort(ds)
-	return ds[int(q*float64(len(ds)-1))]
+	return steps, sc.Err()
 }
