@@ -85,7 +85,11 @@ func (s *server) jsz() (leader string, state string, current map[string]bool) {
 						Current bool
 					}
 				}
-				State json.RawMessage
+				State struct {
+					Messages uint64 `json:"messages"`
+					FirstSeq uint64 `json:"first_seq"`
+					LastSeq  uint64 `json:"last_seq"`
+				}
 			} `json:"stream_detail"`
 		} `json:"account_details"`
 	}
@@ -96,13 +100,7 @@ func (s *server) jsz() (leader string, state string, current map[string]bool) {
 			for _, r := range st.Cluster.Replicas {
 				current[r.Name] = r.Current
 			}
-			var state struct{ Messages, FirstSeq, LastSeq uint64 }
-			json.Unmarshal(st.State, &struct {
-				Messages *uint64 `json:"messages"`
-				First    *uint64 `json:"first_seq"`
-				Last     *uint64 `json:"last_seq"`
-			}{&state.Messages, &state.FirstSeq, &state.LastSeq})
-			return st.Cluster.Leader, fmt.Sprintf("first=%d last=%d messages=%d", state.FirstSeq, state.LastSeq, state.Messages), current
+			return st.Cluster.Leader, fmt.Sprintf("first=%d last=%d messages=%d", st.State.FirstSeq, st.State.LastSeq, st.State.Messages), current
 		}
 	}
 	return "", "", nil
@@ -234,15 +232,15 @@ func main() {
 	// 4. The old leader rejoins.
 	leader.start(all)
 	await("one stream leader that counts every server current", func() bool {
-		name, _, current := all[0].jsz()
+		name, _, _ := all[0].jsz()
+		var current map[string]bool
 		for _, s := range all {
-			if n, _, _ := s.jsz(); n != name || n == "" {
+			n, _, c := s.jsz()
+			if n != name || n == "" {
 				return false
 			}
-		}
-		for _, s := range all {
 			if s.name == name {
-				_, _, current = s.jsz()
+				current = c
 			}
 		}
 		for _, s := range all {
