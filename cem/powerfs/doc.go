@@ -1,0 +1,39 @@
+// Package powerfs is modulo's file system for power losses: a FUSE file system (on
+// github.com/hanwen/go-fuse/v2) mounted over a replica's state that passes every operation
+// through to a store directory, and keeps what is needed to take back every change that was
+// not yet made durable. Drop takes them back, as a power failure would: what a server wrote but
+// never synced is gone when it starts again. A SIGKILL alone never shows that, for the
+// operating system keeps every byte a killed process wrote.
+//
+// What is durable, and what Drop takes back:
+//
+//   - Data. A regular file's contents are durable as they stand at its last fsync or fdatasync
+//     (through any open handle of it). Drop gives each file changed since its durable contents
+//     back: the bytes overwritten since come back, bytes written past its durable size are cut
+//     (the size goes back), and the bytes a truncation cut come back. A file created since the
+//     last sync has no durable contents: its durable size is 0.
+//   - Names. Creating, removing and renaming entries (create, mkdir, mknod, symlink, link,
+//     unlink, rmdir, rename) are durable at the next fsync or fdatasync of any file or
+//     directory of the mount: a journaling file system (ext4, XFS) commits its one journal,
+//     which holds every name operation made so far, before an fsync returns. Drop undoes the
+//     name operations made since, newest first: a file created since is gone, a file removed
+//     since is back under its name, a rename is undone. POSIX alone promises less (a new name
+//     only after an fsync of its directory); modulo asks whether a system loses acknowledged
+//     writes on the file systems it is run on, where an fsync of a new file commits its name.
+//   - Torn writes. With tearing on, each file's last write since its last sync leaves its
+//     first k bytes on disk after Drop, k drawn from the seed below the write's length (0
+//     keeps none): a write in flight at the power loss, cut at a byte. Between the file's
+//     durable size and a torn write past it, the file reads zeros.
+//   - Attributes (mode, owner, times, extended attributes) are passed through and never taken
+//     back; neither is a size that fallocate adds without KEEP_SIZE beyond what Drop cuts.
+//     O_TMPFILE is refused (EOPNOTSUPP), and copy_file_range falls back to reads and writes.
+//
+// Drop takes back what is not durable in the store itself, with the file system unmounted:
+// every server that used it must be gone, so that nothing of the kernel's caches outlives the
+// power loss. The mount then comes back over the store as it is after the loss. Sync makes
+// everything durable at once (what a setup wrote before the first server starts; what a
+// restore copied in).
+//
+// The file system itself never calls fsync on the store: the host's own durability is not
+// what a campaign asks about, and Drop alone decides what a power loss keeps.
+package powerfs

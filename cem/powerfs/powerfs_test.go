@@ -1,0 +1,352 @@
+package powerfs
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mountT mounts a file system over a store of the test's own and unmounts it at the end.
+func mountT(t *testing.T) *FS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("powerfs mounts with mount(2), which needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("no FUSE here: %v", err)
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Mount(dir, filepath.Join(base, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Unmount(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
+}
+
+// write writes data to path (made or truncated), fsyncing it when sync.
+func write(t *testing.T, path, data string, sync bool) {
+	t.Helper()
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+	if sync {
+		if err := file.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// syncDir fsyncs the directory dir.
+func syncDir(t *testing.T, dir string) {
+	t.Helper()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// absent is what contents says of a path that does not exist.
+const absent = "(absent)"
+
+// contents reads every regular file and directory under dir: path -> contents ("/" for a
+// directory).
+func contents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if d.IsDir() {
+			got[rel] = "/"
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		got[rel] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestDropTakesBackWhatIsNotDurable(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(t *testing.T, dir string) // durable when it returns
+		do     func(t *testing.T, dir string)
+		want   map[string]string
+	}{
+		{
+			name: "write, fsync, write: the first write only",
+			do: func(t *testing.T, dir string) {
+				f, err := os.Create(filepath.Join(dir, "a"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				f.WriteString("durable")
+				if err := f.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				f.WriteAt([]byte("X"), 0)
+				f.WriteString(" and lost")
+			},
+			want: map[string]string{"a": "durable"},
+		},
+		{
+			name: "a create that nothing synced is gone",
+			do:   func(t *testing.T, dir string) { write(t, filepath.Join(dir, "b"), "data", false) },
+			want: map[string]string{"b": absent},
+		},
+		{
+			name: "a create that a directory fsync made durable stays, without its unsynced data",
+			do: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "c"), "data", false)
+				syncDir(t, dir)
+			},
+			want: map[string]string{"c": ""},
+		},
+		{
+			name: "a create whose file was fsynced stays, with its data",
+			do:   func(t *testing.T, dir string) { write(t, filepath.Join(dir, "d"), "data", true) },
+			want: map[string]string{"d": "data"},
+		},
+		{
+			name:   "an unlink that nothing synced is undone",
+			before: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "e"), "kept", true) },
+			do: func(t *testing.T, dir string) {
+				if err := os.Remove(filepath.Join(dir, "e")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]string{"e": "kept"},
+		},
+		{
+			name: "a rename over a file is undone, and the file it replaced is back",
+			before: func(t *testing.T, dir string) {
+				write(t, filepath.Join(dir, "old"), "old", true)
+				write(t, filepath.Join(dir, "new"), "new", true)
+			},
+			do: func(t *testing.T, dir string) {
+				if err := os.Rename(filepath.Join(dir, "new"), filepath.Join(dir, "old")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]string{"old": "old", "new": "new"},
+		},
+		{
+			name:   "a rename that a directory fsync made durable stays",
+			before: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "tmp"), "state", true) },
+			do: func(t *testing.T, dir string) {
+				if err := os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "final")); err != nil {
+					t.Fatal(err)
+				}
+				syncDir(t, dir)
+			},
+			want: map[string]string{"tmp": absent, "final": "state"},
+		},
+		{
+			name:   "a truncation's cut bytes come back",
+			before: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "g"), "0123456789", true) },
+			do: func(t *testing.T, dir string) {
+				if err := os.Truncate(filepath.Join(dir, "g"), 3); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]string{"g": "0123456789"},
+		},
+		{
+			name:   "an O_TRUNC rewrite is undone",
+			before: func(t *testing.T, dir string) { write(t, filepath.Join(dir, "h"), "durable", true) },
+			do:     func(t *testing.T, dir string) { write(t, filepath.Join(dir, "h"), "new", false) },
+			want:   map[string]string{"h": "durable"},
+		},
+		{
+			name: "a directory made and filled without a sync is gone",
+			do: func(t *testing.T, dir string) {
+				if err := os.MkdirAll(filepath.Join(dir, "sub", "deeper"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(dir, "sub", "deeper", "i"), "data", false)
+			},
+			want: map[string]string{"sub": absent},
+		},
+		{
+			name: "a removed directory comes back with what it held",
+			before: func(t *testing.T, dir string) {
+				if err := os.Mkdir(filepath.Join(dir, "d2"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(dir, "d2", "j"), "j", true)
+			},
+			do: func(t *testing.T, dir string) {
+				if err := os.RemoveAll(filepath.Join(dir, "d2")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]string{"d2": "/", filepath.Join("d2", "j"): "j"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mountT(t)
+			if tt.before != nil {
+				tt.before(t, f.Dir())
+				if err := f.Sync(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tt.do(t, f.Dir())
+			if _, err := f.Drop(context.Background(), 1, false); err != nil {
+				t.Fatal(err)
+			}
+			got := contents(t, f.Dir())
+			for path, want := range tt.want {
+				g, ok := got[path]
+				if !ok {
+					g = absent
+				}
+				if g != want {
+					t.Errorf("after the drop, %s holds %q, want %q (the mount holds %v)", path, g, want, got)
+				}
+			}
+		})
+	}
+}
+
+// TestTearIsSeeded: a tear keeps a prefix of the last unsynced write, shorter than the write,
+// chosen by the seed alone: two file systems that saw the same operations keep the same bytes.
+func TestTearIsSeeded(t *testing.T) {
+	data := strings.Repeat("0123456789", 100)
+	run := func(seed uint64) (string, Loss) {
+		f := mountT(t)
+		write(t, filepath.Join(f.Dir(), "log"), "head:", true)
+		file, err := os.OpenFile(filepath.Join(f.Dir(), "log"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file.WriteString("first unsynced write;")
+		file.WriteString(data)
+		file.Close()
+		loss, err := f.Drop(context.Background(), seed, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(f.Dir(), "log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got), loss
+	}
+	first, loss := run(7)
+	again, _ := run(7)
+	if first != again {
+		t.Errorf("one seed tore two ways:\n%q\n%q", first, again)
+	}
+	head, rest := "head:", strings.Repeat("\x00", len("first unsynced write;"))
+	if !strings.HasPrefix(first, head+rest) {
+		t.Fatalf("after the tear the file starts %.40q, want its durable %q and zeros where the earlier unsynced write was", first, head)
+	}
+	kept := first[len(head)+len(rest):]
+	if len(kept) >= len(data) || !strings.HasPrefix(data, kept) {
+		t.Errorf("the torn write kept %d bytes %.20q..., want a proper prefix of the %d-byte write", len(kept), kept, len(data))
+	}
+	if len(loss.Torn) != 1 || loss.Files != 1 || loss.Bytes != int64(len("first unsynced write;")+len(data)-len(kept)) {
+		t.Errorf("loss %+v, want 1 file, 1 tear and %d bytes dropped", loss, len("first unsynced write;")+len(data)-len(kept))
+	}
+	seen := map[string]bool{}
+	for seed := range uint64(8) {
+		got, _ := run(seed)
+		seen[got] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("eight seeds tore the write one way")
+	}
+}
+
+// TestLossCounts: the record of a drop counts the files, bytes and name operations it took
+// back, and the file system counts what it served.
+func TestLossCounts(t *testing.T) {
+	f := mountT(t)
+	write(t, filepath.Join(f.Dir(), "synced"), "0123456789", true)
+	write(t, filepath.Join(f.Dir(), "new"), "abc", false)
+	file, err := os.OpenFile(filepath.Join(f.Dir(), "synced"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file.WriteAt([]byte("xy"), 8)
+	file.WriteAt([]byte("zzzz"), 10)
+	file.Close()
+	if f.Stats().Ops == 0 {
+		t.Error("the file system counted no operation")
+	}
+	loss, err := f.Drop(context.Background(), 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "new": 3 bytes and its create; "synced": 2 bytes overwritten and 4 appended.
+	want := Loss{Files: 2, Bytes: 3 + 2 + 4, Entries: 1}
+	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || len(loss.Torn) != 0 {
+		t.Errorf("loss %+v, want %+v", loss, want)
+	}
+	if s := loss.String(); !strings.Contains(s, "dropped 9 unsynced bytes of 2 files and undid 1 name operations") {
+		t.Errorf("loss reads %q", s)
+	}
+	// Nothing is left to take back: a second drop loses nothing.
+	loss, err = f.Drop(context.Background(), 1, true)
+	if err != nil || loss.Files+loss.Entries != 0 || loss.Bytes != 0 {
+		t.Errorf("a second drop: %+v, %v; want nothing lost", loss, err)
+	}
+}
+
+// TestDropWaitsForOpenFiles: a drop while a file is still open waits within its context and
+// then fails, naming the mount; the file system stays mounted and usable.
+func TestDropWaitsForOpenFiles(t *testing.T) {
+	f := mountT(t)
+	file, err := os.Create(filepath.Join(f.Dir(), "open"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = f.Drop(ctx, 1, false)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), f.Dir()) {
+		t.Errorf("a drop with a file open returned %v, want the mount named and the deadline", err)
+	}
+	if _, err := file.WriteString("still served"); err != nil {
+		t.Errorf("after the refused drop the open file is not served: %v", err)
+	}
+	file.Close()
+	if _, err := f.Drop(context.Background(), 1, false); err != nil {
+		t.Error(err)
+	}
+	if got, _ := os.ReadDir(f.Dir()); len(got) != 0 {
+		t.Errorf("after the drop the mount holds %d entries, want none", len(got))
+	}
+}
