@@ -415,13 +415,18 @@ func writePidFile(path string, pid int, start uint64, cgroup string) error {
 // each one names, then removes the file. It is what cleans a cluster directory after a plugin
 // died without tearing its cluster down: Pdeathsig ended the servers, but not what they forked.
 // A group whose leader is alive but was started after the pid file (the pid was reused) is left
-// alone. A directory that does not exist holds no leftovers.
+// alone. A directory that does not exist holds no leftovers. Every mount under dir is detached
+// first (DetachMounts).
 func KillLeftovers(dir string) error {
 	// SIGKILL cannot be refused, so the groups end at once; the bound only guards against a
 	// process stuck in the kernel.
 	ctx, cancel := context.WithTimeout(context.Background(), LeftoverTimeout)
 	defer cancel()
 	var errs []error
+	// First the mounts: a dead plugin's FUSE mount would fail the walk below.
+	if err := DetachMounts(dir); err != nil {
+		errs = append(errs, err)
+	}
 	err := walkPidFiles(dir, func(path string) error {
 		if err := killPidFile(ctx, path); err != nil {
 			errs = append(errs, err)
