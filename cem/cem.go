@@ -129,6 +129,10 @@ type Alarm struct {
 	// its server logs again and again a line that the plugin names as such (kit.LineKind),
 	// while it should be syncing. Without it, the alarm is a failed self-check.
 	Broken bool
+	// Unrecoverable says that the replica's server, restarted by a convergence after a
+	// failure, exited before the cluster caught up: it cannot recover from what the failure
+	// left (ZooKeeper refusing a log without a snapshot after a power loss).
+	Unrecoverable bool
 }
 
 // ReplicaData is the data one replica holds at the end of a schedule.

@@ -111,7 +111,7 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 		resp.Report.Observations = append(resp.Report.Observations, &pb.Observation{Replica: int64(o.Replica), Fields: o.Fields})
 	}
 	for _, a := range report.Alarms {
-		resp.Report.Alarms = append(resp.Report.Alarms, &pb.Alarm{Replica: int64(a.Replica), What: a.What, Broken: a.Broken})
+		resp.Report.Alarms = append(resp.Report.Alarms, &pb.Alarm{Replica: int64(a.Replica), What: a.What, Broken: a.Broken, Unrecoverable: a.Unrecoverable})
 	}
 	if nr != nil {
 		resp.NotReached = &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}
@@ -170,6 +170,7 @@ func specsPB(specs []DRMSpec) []*pb.DRMSpec {
 		out = append(out, &pb.DRMSpec{
 			Name: d.Name, Title: d.Title, Rules: d.Rules, System: d.System, Summary: d.Summary,
 			Ops: int64(d.Ops), Replicas: int64(d.Replicas), OpsRange: ints64(d.OpsRange), ReplicasRange: ints64(d.ReplicasRange),
+			PowerLoss: d.PowerLoss,
 		})
 	}
 	return out
@@ -181,6 +182,7 @@ func specsOf(specs []*pb.DRMSpec) []DRMSpec {
 		out = append(out, DRMSpec{
 			Name: d.GetName(), Title: d.GetTitle(), Rules: d.GetRules(), System: d.GetSystem(), Summary: d.GetSummary(),
 			Ops: int(d.GetOps()), Replicas: int(d.GetReplicas()), OpsRange: ints(d.GetOpsRange()), ReplicasRange: ints(d.GetReplicasRange()),
+			PowerLoss: d.GetPowerLoss(),
 		})
 	}
 	return out
@@ -286,7 +288,7 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 		report.Observations = append(report.Observations, Observation{Replica: int(o.GetReplica()), Fields: o.GetFields()})
 	}
 	for _, a := range resp.GetReport().GetAlarms() {
-		report.Alarms = append(report.Alarms, Alarm{Replica: int(a.GetReplica()), What: a.GetWhat(), Broken: a.GetBroken()})
+		report.Alarms = append(report.Alarms, Alarm{Replica: int(a.GetReplica()), What: a.GetWhat(), Broken: a.GetBroken(), Unrecoverable: a.GetUnrecoverable()})
 	}
 	if nr := resp.GetNotReached(); nr != nil {
 		return report, &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}

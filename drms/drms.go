@@ -30,6 +30,10 @@ type DRM struct {
 	// Changed says when and why the model's schedules (and so their IDs) last changed, for
 	// messages about files generated before; empty if they never did.
 	Changed string
+	// PowerLoss says that the DRM's crashes are power losses: the server is SIGKILLed and its
+	// file system drops what it had not made durable (package cem/powerfs) before anything
+	// reads it again. Only rule sets that crash servers have it (quorum, crash-link).
+	PowerLoss bool
 	// Declared says that the plugin declares the DRM: it is not the built-in catalogue's, and
 	// its defaults are the plugin author's, not the paper's. PluginPath is where the plugin
 	// that declares it was found.
@@ -96,12 +100,22 @@ type Spec struct {
 	Replicas      int   `json:"replicas"`
 	OpsRange      []int `json:"ops_range"`
 	ReplicasRange []int `json:"replicas_range"`
+	// PowerLoss makes the DRM's crashes power losses (DRM.PowerLoss).
+	PowerLoss bool `json:"power_loss,omitempty"`
 }
 
 // DRM is the DRM that plugin declares with s, checked as Declare checks it.
 func (s Spec) DRM(plugin string) (DRM, error) {
-	return Declare(plugin, s.Name, s.Title, s.Rules, s.System, s.Summary,
+	d, err := Declare(plugin, s.Name, s.Title, s.Rules, s.System, s.Summary,
 		aem.Params{Ops: s.Ops, Replicas: s.Replicas}, s.OpsRange, s.ReplicasRange)
+	if err != nil || !s.PowerLoss {
+		return d, err
+	}
+	if r := d.Model.Rules(); r != aem.QuorumRules && r != aem.CrashLinkRules {
+		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: power loss is a crash, and rule set %s crashes no server", plugin, s.Name, r)
+	}
+	d.PowerLoss = true
+	return d, nil
 }
 
 // Spec returns what the plugin declared of d, nil for a built-in DRM.
@@ -110,7 +124,7 @@ func (d DRM) Spec() *Spec {
 		return nil
 	}
 	return &Spec{Name: d.Name, Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
-		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas}
+		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas, PowerLoss: d.PowerLoss}
 }
 
 // Resolver finds the DRMs that plugins declare.
@@ -151,6 +165,20 @@ var catalogue = []DRM{
 		Name: "qce", Title: "Q/C/E", Model: aem.NewQuorum("Q/C/E"), Plugin: "etcd", System: "etcd",
 		Summary:  "the Q/C/Z model on etcd clusters",
 		Defaults: aem.Params{Ops: 5, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+	},
+	{
+		// Not in the paper: Q/C/Z's schedules with every crash a power loss, which drops what
+		// the servers had not made durable; every divergence ends with the whole cluster down.
+		Name: "qpz", Title: "Q/P/Z", Model: aem.NewQuorum("Q/P/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Summary:  "the Q/C/Z model with power losses: a crash drops what was not fsynced",
+		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+		PowerLoss: true,
+	},
+	{
+		Name: "qpe", Title: "Q/P/E", Model: aem.NewQuorum("Q/P/E"), Plugin: "etcd", System: "etcd",
+		Summary:  "the Q/C/E model with power losses: a crash drops what was not fsynced",
+		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+		PowerLoss: true,
 	},
 	{
 		Name: "ssr", Title: "S/S/R", Model: aem.SSR, Plugin: "redis", System: "Redis",

@@ -16,7 +16,7 @@ func TestLookup(t *testing.T) {
 		{"s/cl/r", "S/CL/R", ""},
 		{"slr", "S/L/R", ""},
 		{"ssr", "S/S/R", ""},
-		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcz, sclr, slr, ssr)`},
+		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcz, qpe, qpz, sclr, slr, ssr)`},
 	}
 	for _, tt := range tests {
 		d, err := Lookup(tt.name)
@@ -104,5 +104,36 @@ func TestDeclare(t *testing.T) {
 	}
 	if all, err := All(); err != nil || len(all) != len(Builtin())+1 {
 		t.Errorf("All() = %d DRMs, %v; want the built-in ones and the declared one", len(all), err)
+	}
+}
+
+// TestSpecPowerLoss: a declared DRM's power loss survives the round trip through its Spec, and
+// is refused for a rule set that crashes no server.
+func TestSpecPowerLoss(t *testing.T) {
+	tests := []struct {
+		rules, want string
+	}{
+		{"quorum", ""},
+		{"crash-link", ""},
+		{"suspend", "crashes no server"},
+		{"link", "crashes no server"},
+	}
+	for _, tt := range tests {
+		s := Spec{Name: "qpx", Title: "Q/P/X", Rules: tt.rules, System: "X", Ops: 1, Replicas: 3, PowerLoss: true}
+		d, err := s.DRM("x")
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("rules %s with power loss: %v, want an error saying %q", tt.rules, err, tt.want)
+			}
+			continue
+		}
+		if err != nil || !d.PowerLoss || !d.Spec().PowerLoss {
+			t.Errorf("rules %s with power loss: %+v, %v; want a DRM whose crashes are power losses", tt.rules, d, err)
+		}
+	}
+	for _, name := range []string{"qpz", "qpe"} {
+		if d, err := Lookup(name); err != nil || !d.PowerLoss || d.Model.Rules() != aem.QuorumRules {
+			t.Errorf("Lookup(%s) = %+v, %v; want a quorum DRM with power losses", name, d, err)
+		}
 	}
 }

@@ -27,22 +27,33 @@ const (
 	// plugin names as broken replication (PostgreSQL's "record with incorrect prev-link").
 	// The replica stays behind for good: a convergence failure, not an incomplete schedule.
 	BrokenReplication Class = "broken-replication"
+	// Unrecoverable: a replica's server, restarted after a failure, exited before its cluster
+	// caught up, and the step's waits ended there: the system cannot recover the replica
+	// from what the failure left on its disk.
+	Unrecoverable Class = "unrecoverable"
 )
 
 // Classes lists the classes of failure, in the order summaries name them.
-var Classes = []Class{Diverged, LostWrite, BrokenReplication, SelfCheck}
+var Classes = []Class{Diverged, LostWrite, BrokenReplication, Unrecoverable, SelfCheck}
 
-// Alarms judges the alarms a step raised: the class of failure (broken replication when any
-// alarm says so, else a failed self-check) and one line naming every alarm.
+// Alarms judges the alarms a step raised: the class of failure (an unrecoverable replica when
+// any alarm says so, else broken replication when any says that, else a failed self-check)
+// and one line naming every alarm.
 func Alarms(alarms []cem.Alarm) (Class, string) {
 	class, parts := SelfCheck, make([]string, len(alarms))
 	for i, a := range alarms {
 		parts[i] = fmt.Sprintf("replica %d: %s", a.Replica, a.What)
-		if a.Broken {
+		switch {
+		case a.Unrecoverable:
+			class = Unrecoverable
+		case a.Broken && class != Unrecoverable:
 			class = BrokenReplication
 		}
 	}
-	if class == BrokenReplication {
+	switch class {
+	case Unrecoverable:
+		return class, "a restarted server exited: " + strings.Join(parts, "; ")
+	case BrokenReplication:
 		return class, "the system says replication is broken: " + strings.Join(parts, "; ")
 	}
 	return class, "the system's own check: " + strings.Join(parts, "; ")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -75,6 +76,32 @@ func logSize(r *Replica) (int64, error) {
 
 // brokenAlarm raises the alarm that replication to r is broken, as its system said (what), for
 // the step's report; no wait is made for r's link again until it changes.
+// unrecoverable raises the alarm of a server that a convergence restarted and that exited
+// before the cluster caught up: the system's failure to recover, not the harness's. The step
+// ends there; the replica stays down, so a later step finds the cluster out of step.
+func (p *Plugin) unrecoverable(r *Replica) {
+	what := fmt.Sprintf("%s exited at its restart; its log says: %s", r.Name, strings.Join(errorLines(lastLogLines(r.proc.LogPath, logLines), 3), " | "))
+	p.act(r, "unrecoverable: %s", what)
+	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Unrecoverable: true})
+}
+
+// errorLines returns the last n of lines that report an error (an exception's cause, an
+// error, a fatal line, a panic), or the last n lines when none does.
+func errorLines(lines []string, n int) []string {
+	var found []string
+	for _, l := range lines {
+		if errorLine.MatchString(l) {
+			found = append(found, strings.TrimSpace(l))
+		}
+	}
+	if len(found) == 0 {
+		found = lines
+	}
+	return found[max(0, len(found)-n):]
+}
+
+var errorLine = regexp.MustCompile(`(?i)caused by|error|fatal|panic`)
+
 func (p *Plugin) brokenAlarm(r *Replica, what string) {
 	r.broken = true
 	p.act(r, "replication broken: %s", what)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/powerfs"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/build"
@@ -50,7 +51,14 @@ const teardownTimeout = 10 * time.Second
 // break_realisation = "skip-wait": every convergence but the last returns without waiting for
 // the cluster to catch up, so that a check made right after it sees replicas that differ, which
 // the last convergence, which waits, heals.
+//
+// durable_start (DRMs with power losses; default true): once the cluster has started and
+// caught up, everything its servers wrote is made durable, as on a cluster that has run longer
+// than the kernel's writeback interval (30 s) before its first failure. With false, the first
+// power loss also drops what the servers wrote at their first start and never synced
+// (ZooKeeper's first snapshot, which it does not fsync).
 const (
+	DurableStartKey  = "durable_start"
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
 	BreakSkipRelink  = "skip-relink"
@@ -90,6 +98,13 @@ type Plugin struct {
 	acked  []cem.Write
 	// alarms are the step's alarms raised while it was realised (brokenAlarm).
 	alarms []cem.Alarm
+	// power says that crashes are power losses (drms.DRM.PowerLoss): disks are every
+	// replica's file systems, by concrete index, and diskUse what they had served at the
+	// last step's end. steps are the schedule's transitions so far, which seed the tears.
+	power, durableStart bool
+	disks               [][]disk
+	diskUse             powerfs.Stats
+	steps               []string
 }
 
 // engine realises the transitions of one family of models.
@@ -204,14 +219,12 @@ var exeDigest = sync.OnceValue(func() string {
 
 // configure hands the plugin's TOML section to the system and returns the kit's own
 // break_realisation value.
-func (p *Plugin) configure(data []byte) (string, error) {
+func (p *Plugin) configure(data []byte) (kitConfig, error) {
 	prefix := p.about.Name + " config: "
-	var own struct {
-		Break string `toml:"break_realisation"`
-	}
+	own := kitConfig{DurableStart: true}
 	ownMD, err := toml.Decode(string(data), &own)
 	if err != nil {
-		return "", errors.New(prefix + err.Error())
+		return kitConfig{}, errors.New(prefix + err.Error())
 	}
 	notOwn := map[string]bool{} // the keys that the kit's own struct left
 	for _, k := range ownMD.Undecoded() {
@@ -238,20 +251,26 @@ func (p *Plugin) configure(data []byte) (string, error) {
 	}
 	if c, ok := p.sys.(Configurable); ok {
 		if err := c.Configure(decode); err != nil {
-			return "", errors.New(prefix + err.Error())
+			return kitConfig{}, errors.New(prefix + err.Error())
 		}
 	}
 	if !decoded {
 		if err := decode(&struct{}{}); err != nil {
-			return "", errors.New(prefix + err.Error())
+			return kitConfig{}, errors.New(prefix + err.Error())
 		}
 	}
 	switch own.Break {
 	case "", BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait:
 	default:
-		return "", fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
+		return kitConfig{}, fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
 	}
-	return own.Break, nil
+	return own, nil
+}
+
+// kitConfig holds the kit's own configuration keys.
+type kitConfig struct {
+	Break        string `toml:"break_realisation"`
+	DurableStart bool   `toml:"durable_start"`
 }
 
 // newEngine picks the engine of d's model and checks that the system has what it needs; the
@@ -328,7 +347,14 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 			return err
 		}
 	}
-	return p.eng.start(ctx)
+	if err := p.eng.start(ctx); err != nil {
+		return err
+	}
+	if p.power && p.durableStart {
+		p.act(nil, "%s: everything the started cluster wrote is durable", DurableStartKey)
+		return p.syncDisks()
+	}
+	return nil
 }
 
 // open checks spec and sets up the plugin for a new cluster in the model's initial state, with
@@ -351,15 +377,20 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	if spec.Dir == "" {
 		return p.errorf("start", errors.New("the cluster spec has no directory"))
 	}
-	if p.brk, err = p.configure(spec.Config); err != nil {
+	own, err := p.configure(spec.Config)
+	if err != nil {
 		return err
 	}
+	p.brk, p.durableStart = own.Break, own.DurableStart
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = cem.DefaultStepTimeout
 	}
 	eng, err := p.newEngine(d)
 	if err != nil {
 		return p.errorf("start", err)
+	}
+	if _, ok := p.sys.(DiskState); d.PowerLoss && !ok {
+		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
 	}
 	ppr := p.about.PortsPerReplica
 	if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
@@ -380,6 +411,7 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
+	p.power, p.disks, p.diskUse, p.steps = d.PowerLoss, nil, powerfs.Stats{}, nil
 	return nil
 }
 
@@ -391,10 +423,18 @@ func (p *Plugin) prepare(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.power {
+		if err := p.mountDisks(p.sys.(DiskState)); err != nil {
+			return err
+		}
+	}
 	if pr, ok := p.sys.(Preparer); ok {
 		if err := p.call(ctx, "prepare", func(ctx context.Context) error { return pr.Prepare(ctx, p.c) }); err != nil {
 			return err
 		}
+	}
+	if err := p.syncDisks(); err != nil {
+		return err
 	}
 	return p.eng.policy()
 }
@@ -420,7 +460,9 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		return cem.StepReport{}, p.errorf(what, fmt.Errorf("%s is not enabled in state %s", step.Transition, p.state))
 	}
 	p.step, p.actions, p.writes, p.alarms = step.Index, nil, nil, nil
+	p.steps = append(p.steps, step.Transition)
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
+	p.recordDiskUse()
 	report := cem.StepReport{Writes: p.writes, Alarms: p.alarms}
 	if err == nil {
 		report.Observations = p.observe(ctx)
@@ -594,7 +636,7 @@ func (p *Plugin) teardown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	errs[len(errs)-1] = proc.KillLeftovers(p.c.Spec.Dir)
+	errs[len(errs)-1] = errors.Join(p.unmountDisks(ctx), proc.KillLeftovers(p.c.Spec.Dir))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: teardown: %w", p.about.Name, err)
 	}

@@ -61,8 +61,17 @@ func (p *Plugin) restart(ctx context.Context, r *Replica) error {
 	return p.awaitReady(ctx, r)
 }
 
-// crash SIGKILLs r's server with every process it forked, and waits until they are gone.
+// crash is a crash failure: it kills r's server (kill) and, when the DRM's crashes are power
+// losses, drops what r's file systems had not made durable.
 func (p *Plugin) crash(ctx context.Context, r *Replica) error {
+	if err := p.kill(ctx, r); err != nil || !p.power {
+		return err
+	}
+	return p.powerLoss(ctx, r)
+}
+
+// kill SIGKILLs r's server with every process it forked, and waits until they are gone.
+func (p *Plugin) kill(ctx context.Context, r *Replica) error {
 	if r.proc == nil {
 		return nil
 	}
@@ -82,11 +91,12 @@ func (p *Plugin) reap(ctx context.Context, r *Replica, what string) error {
 }
 
 // stop ends r's server so that it can be relinked: by the system's clean stop (Stopper), after
-// which what is left of its process group is killed, or else by a crash.
+// which what is left of its process group is killed, or else by a SIGKILL (never a power
+// loss: an operator's stop is no failure).
 func (p *Plugin) stop(ctx context.Context, r *Replica) error {
 	st, ok := p.sys.(Stopper)
 	if !ok || r.proc == nil {
-		return p.crash(ctx, r)
+		return p.kill(ctx, r)
 	}
 	if err := p.call(ctx, "stop "+r.Name, func(ctx context.Context) error { return st.Stop(ctx, r) }); err != nil {
 		return err

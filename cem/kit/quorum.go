@@ -64,6 +64,18 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 		}
 		group = append(group, r)
 	}
+	err := e.recover(ctx, group, next)
+	for _, r := range group {
+		if err != nil && r.proc != nil && !r.proc.Running() {
+			e.p.unrecoverable(r)
+			return nil
+		}
+	}
+	return err
+}
+
+// recover waits until the restarted group serves and the cluster has caught up.
+func (e *quorumEngine) recover(ctx context.Context, group []*Replica, next *aem.State) error {
 	for _, r := range group {
 		if err := e.p.awaitReady(ctx, r); err != nil {
 			return err

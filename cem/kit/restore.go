@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
@@ -144,13 +145,12 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 	}
 	paths := p.statePaths(ds)
 	for _, rel := range paths {
-		to := filepath.Join(p.c.Spec.Dir, rel)
-		if err := os.RemoveAll(to); err != nil {
-			return res, err
-		}
-		if err := fsutil.CopyTree(filepath.Join(dir, rel), to); err != nil {
+		if err := p.copyBack(filepath.Join(dir, rel), filepath.Join(p.c.Spec.Dir, rel)); err != nil {
 			return res, fmt.Errorf("copy back %s: %w", rel, err)
 		}
+	}
+	if err := p.syncDisks(); err != nil {
+		return res, err
 	}
 	got, err := fsutil.Digest(p.c.Spec.Dir, paths)
 	if err != nil {
@@ -165,11 +165,40 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 		r.Starts, r.promoted, r.startLink, r.history, r.linkedHistory = sr.Starts, sr.Promoted, sr.StartLink, sr.History, sr.LinkedHistory
 	}
 	p.state, p.step, p.divergences, p.written, p.acked = state, len(steps)-1, k.Divergences, k.Written, k.Acked
+	p.steps = slices.Clone(steps)
 	p.act(nil, "restored the state after step %d from %s: %d files and directories, %d bytes, sha256 %s, as saved",
 		len(steps), dir, len(got.Paths), got.Bytes, got.Digest)
 	res = cem.Restored{Saved: cem.Saved{Paths: got.Paths, Bytes: got.Bytes, Digest: got.Digest}, Actions: p.actions}
 	p.actions = nil
 	return res, nil
+}
+
+// copyBack replaces to with a copy of the saved src. A state directory on a power-loss file
+// system is a mount point, which stays: its contents are replaced, and its mode set.
+func (p *Plugin) copyBack(src, to string) error {
+	if !p.power {
+		if err := os.RemoveAll(to); err != nil {
+			return err
+		}
+		return fsutil.CopyTree(src, to)
+	}
+	entries, err := os.ReadDir(to)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(to, e.Name())); err != nil {
+			return err
+		}
+	}
+	info, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.Chmod(to, info.Mode().Perm()); err != nil {
+		return err
+	}
+	return fsutil.CopyTree(src, to)
 }
 
 // diskState returns the system's DiskState, or an error naming op when it has none.

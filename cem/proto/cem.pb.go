@@ -264,6 +264,7 @@ type DRMSpec struct {
 	Replicas      int64                  `protobuf:"varint,7,opt,name=replicas,proto3" json:"replicas,omitempty"`
 	OpsRange      []int64                `protobuf:"varint,8,rep,packed,name=ops_range,json=opsRange,proto3" json:"ops_range,omitempty"`
 	ReplicasRange []int64                `protobuf:"varint,9,rep,packed,name=replicas_range,json=replicasRange,proto3" json:"replicas_range,omitempty"`
+	PowerLoss     bool                   `protobuf:"varint,10,opt,name=power_loss,json=powerLoss,proto3" json:"power_loss,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +360,13 @@ func (x *DRMSpec) GetReplicasRange() []int64 {
 		return x.ReplicasRange
 	}
 	return nil
+}
+
+func (x *DRMSpec) GetPowerLoss() bool {
+	if x != nil {
+		return x.PowerLoss
+	}
+	return false
 }
 
 type StartRequest struct {
@@ -891,6 +899,7 @@ type Alarm struct {
 	Replica       int64                  `protobuf:"varint,1,opt,name=replica,proto3" json:"replica,omitempty"`
 	What          string                 `protobuf:"bytes,2,opt,name=what,proto3" json:"what,omitempty"`
 	Broken        bool                   `protobuf:"varint,3,opt,name=broken,proto3" json:"broken,omitempty"`
+	Unrecoverable bool                   `protobuf:"varint,4,opt,name=unrecoverable,proto3" json:"unrecoverable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -942,6 +951,13 @@ func (x *Alarm) GetWhat() string {
 func (x *Alarm) GetBroken() bool {
 	if x != nil {
 		return x.Broken
+	}
+	return false
+}
+
+func (x *Alarm) GetUnrecoverable() bool {
+	if x != nil {
+		return x.Unrecoverable
 	}
 	return false
 }
@@ -1599,7 +1615,7 @@ const file_cem_proto_rawDesc = "" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
 	"\arestore\x18\x03 \x01(\bR\arestore\x12/\n" +
-	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\"\xed\x01\n" +
+	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\"\x8c\x02\n" +
 	"\aDRMSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -1609,7 +1625,10 @@ const file_cem_proto_rawDesc = "" +
 	"\x03ops\x18\x06 \x01(\x03R\x03ops\x12\x1a\n" +
 	"\breplicas\x18\a \x01(\x03R\breplicas\x12\x1b\n" +
 	"\tops_range\x18\b \x03(\x03R\bopsRange\x12%\n" +
-	"\x0ereplicas_range\x18\t \x03(\x03R\rreplicasRange\";\n" +
+	"\x0ereplicas_range\x18\t \x03(\x03R\rreplicasRange\x12\x1d\n" +
+	"\n" +
+	"power_loss\x18\n" +
+	" \x01(\bR\tpowerLoss\";\n" +
 	"\fStartRequest\x12+\n" +
 	"\x04spec\x18\x01 \x01(\v2\x17.modulo.cem.ClusterSpecR\x04spec\"\xf3\x01\n" +
 	"\vClusterSpec\x12\x10\n" +
@@ -1651,11 +1670,12 @@ const file_cem_proto_rawDesc = "" +
 	"\x06fields\x18\x02 \x03(\v2#.modulo.cem.Observation.FieldsEntryR\x06fields\x1a9\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"M\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"s\n" +
 	"\x05Alarm\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x03R\areplica\x12\x12\n" +
 	"\x04what\x18\x02 \x01(\tR\x04what\x12\x16\n" +
-	"\x06broken\x18\x03 \x01(\bR\x06broken\"f\n" +
+	"\x06broken\x18\x03 \x01(\bR\x06broken\x12$\n" +
+	"\runrecoverable\x18\x04 \x01(\bR\runrecoverable\"f\n" +
 	"\x06Action\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x03R\areplica\x12\x12\n" +

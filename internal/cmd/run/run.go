@@ -101,6 +101,9 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                 broken-replication  the system says a replica can never resync: its
                             server logs a broken link again and again (PostgreSQL's
                             "record with incorrect prev-link")
+                unrecoverable  a server restarted after a failure exited before its
+                            cluster caught up (ZooKeeper refusing its log after a
+                            power loss)
                 self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start

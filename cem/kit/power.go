@@ -1,0 +1,113 @@
+package kit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modulo-testing/modulo/cem/powerfs"
+)
+
+// A DRM whose crashes are power losses (drms.DRM.PowerLoss) has every replica's state
+// directories (DiskState.StateFiles, which must be directories then) on a powerfs file
+// system of its own, mounted from prepare to teardown over a store beside them; a crash
+// SIGKILLs the server and then drops what its file systems had not made durable.
+
+// powerStores is the directory, in a replica's directory, that holds the stores of its
+// file systems, one per state directory.
+const powerStores = ".powerfs"
+
+// disk is one state directory of a replica on its file system.
+type disk struct {
+	rel string // the state directory, relative to the replica's directory
+	fs  *powerfs.FS
+}
+
+// mountDisks mounts a file system over every state directory of every replica.
+func (p *Plugin) mountDisks(ds DiskState) error {
+	p.disks = make([][]disk, len(p.c.Replicas))
+	for _, r := range p.c.Replicas {
+		for _, rel := range ds.StateFiles(p.c, r) {
+			dir := filepath.Join(r.Dir, rel)
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			f, err := powerfs.Mount(dir, filepath.Join(r.Dir, powerStores, rel))
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.Name, err)
+			}
+			p.disks[r.Index] = append(p.disks[r.Index], disk{rel: rel, fs: f})
+		}
+	}
+	p.act(nil, "power losses: every replica's %s on a file system that drops what was not fsynced", strings.Join(ds.StateFiles(p.c, p.c.Replicas[0]), ", "))
+	return nil
+}
+
+// syncDisks makes everything on the file systems durable: what the setup wrote before the
+// first server starts, what a restore copied in.
+func (p *Plugin) syncDisks() error {
+	var errs []error
+	for _, ds := range p.disks {
+		for _, d := range ds {
+			errs = append(errs, d.fs.Sync())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unmountDisks unmounts every file system; their stores stay, for teardown's sweep.
+func (p *Plugin) unmountDisks(ctx context.Context) error {
+	var errs []error
+	for _, ds := range p.disks {
+		for _, d := range ds {
+			errs = append(errs, d.fs.Unmount(ctx))
+		}
+	}
+	p.disks = nil
+	return errors.Join(errs...)
+}
+
+// powerLoss drops what r's file systems had not made durable, its server being gone. Which
+// bytes a torn write keeps is drawn from the steps so far, the replica and the directory: a
+// replay, or a schedule that restores this prefix, tears the same way.
+func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
+	for _, d := range p.disks[r.Index] {
+		h := sha256.New()
+		for _, s := range p.steps {
+			fmt.Fprintln(h, s)
+		}
+		fmt.Fprintln(h, r.Name, d.rel)
+		seed := binary.BigEndian.Uint64(h.Sum(nil))
+		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
+		loss, err := d.fs.Drop(dctx, seed, true)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: power loss: %w", r.Name, err)
+		}
+		p.act(r, "power loss of %s: %s", d.rel, loss)
+	}
+	return nil
+}
+
+// recordDiskUse records what the file systems served during the step.
+func (p *Plugin) recordDiskUse() {
+	if p.disks == nil {
+		return
+	}
+	var ops int64
+	var busy time.Duration
+	for _, ds := range p.disks {
+		for _, d := range ds {
+			s := d.fs.Stats()
+			ops, busy = ops+s.Ops, busy+s.Busy
+		}
+	}
+	p.act(nil, "file systems: %d operations that change or sync, %v in them", ops-p.diskUse.Ops, (busy - p.diskUse.Busy).Round(time.Microsecond))
+	p.diskUse = powerfs.Stats{Ops: ops, Busy: busy}
+}
