@@ -30,6 +30,10 @@ var about = kit.About{
 		Name: "qcn", Title: "Q/C/N", Rules: "quorum", System: "NATS JetStream",
 		Summary: "the Q/C/Z model on one JetStream stream replicated by every server",
 		Ops:     2, Replicas: 3, OpsRange: []int{1, 2, 3, 4, 5}, ReplicasRange: []int{3, 4, 5},
+	}, {
+		Name: "qpn", Title: "Q/P/N", Rules: "quorum", System: "NATS JetStream", PowerLoss: true,
+		Summary: "the Q/C/N model with power losses: a crash drops what was not fsynced",
+		Ops:     2, Replicas: 3, OpsRange: []int{1, 2, 3}, ReplicasRange: []int{3, 5},
 	}},
 	PortsPerReplica: 3,
 }
@@ -71,6 +75,11 @@ type Config struct {
 	// Longer than nats-server's longest election timeout (9 s in 2.9), so that a server still
 	// recovering its assignments has found its leader.
 	SettleMS int `toml:"settle_ms"`
+	// SyncInterval is JetStream's sync_interval (nats-server 2.10 and later): how often the
+	// store fsyncs, "always" for every write; empty leaves the server's default (every two
+	// minutes), under which a whole-cluster power loss loses acknowledged writes
+	// (nats-server#7564).
+	SyncInterval string `toml:"sync_interval"`
 }
 
 // system is how the kit runs and talks to one nats-server. Its state is the cluster's:
@@ -116,12 +125,22 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 			routes = append(routes, "nats://"+p.Addr(routePort))
 		}
 	}
-	return kit.Command{Path: s.cfg.Server, Args: []string{
+	args := []string{
 		"--name", r.Name, "--addr", "127.0.0.1", "--port", strconv.Itoa(r.Ports[clientPort]),
 		"--http_port", strconv.Itoa(r.Ports[monitorPort]),
 		"--cluster_name", "modulo", "--cluster", "nats://" + r.Addr(routePort), "--routes", strings.Join(routes, ","),
 		"--jetstream", "--store_dir", filepath.Join(r.Dir, "store"), "--debug",
-	}}, nil
+	}
+	if s.cfg.SyncInterval != "" {
+		// No flag sets it: a configuration file does, which the flags above then complete.
+		conf := filepath.Join(r.Dir, "jetstream.conf")
+		text := fmt.Sprintf("jetstream {\n  sync_interval: %q\n}\n", s.cfg.SyncInterval)
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return kit.Command{}, err
+		}
+		args = append(args, "--config", conf)
+	}
+	return kit.Command{Path: s.cfg.Server, Args: args}, nil
 }
 
 // StateFiles is a server's store: its streams, the Raft groups' logs, terms and snapshots, and

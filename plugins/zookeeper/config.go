@@ -50,9 +50,10 @@ type Config struct {
 	// server they connect to and are never written to the transaction log.
 	LocalSessions *bool `toml:"local_sessions"`
 	// ForceSync is zookeeper.forceSync: fsync the transaction log before acknowledging
-	// (default true, as ZooKeeper's). Crash failures do not need it: a SIGKILLed server's
-	// writes survive in the page cache; only a power failure would lose them, which Q/C/Z does
-	// not model. It costs nothing measurable here, so the default keeps ZooKeeper's own.
+	// (default true, as ZooKeeper's). Q/C/Z's crashes do not need it: a SIGKILLed server's
+	// writes survive in the page cache. Q/P/Z's power losses drop what was not fsynced, and
+	// with false a whole-cluster power loss loses acknowledged writes: ZooKeeper's documented
+	// trade.
 	ForceSync *bool `toml:"force_sync"`
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // about: each replica has a client, a quorum (follower to leader) and an election port.
-var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz"}, PortsPerReplica: 3}
+var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz", "qpz"}, PortsPerReplica: 3}
 
 func main() { kit.Serve(about, &system{}) }
 
