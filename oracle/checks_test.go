@@ -19,6 +19,8 @@ func TestAlarms(t *testing.T) {
 			`the system says replication is broken: replica 1: logged "record with incorrect prev-link" 3 times`},
 		{"broken wins", []cem.Alarm{{Replica: 0, What: "digest"}, {Replica: 1, What: "prev-link", Broken: true}}, BrokenReplication,
 			"the system says replication is broken: replica 0: digest; replica 1: prev-link"},
+		{"unrecoverable wins", []cem.Alarm{{Replica: 1, What: "prev-link", Broken: true}, {Replica: 2, What: "zookeeper-2 exited", Unrecoverable: true}}, Unrecoverable,
+			"a restarted server exited: replica 1: prev-link; replica 2: zookeeper-2 exited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

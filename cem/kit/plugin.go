@@ -57,8 +57,13 @@ const teardownTimeout = 10 * time.Second
 // than the kernel's writeback interval (30 s) before its first failure. With false, the first
 // power loss also drops what the servers wrote at their first start and never synced
 // (ZooKeeper's first snapshot, which it does not fsync).
+//
+// torn_writes (DRMs with power losses; default true): a power loss tears each file's last
+// unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
+// unsynced byte, and nothing else, as LazyFS's clear-cache does.
 const (
 	DurableStartKey  = "durable_start"
+	TornWritesKey    = "torn_writes"
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
 	BreakSkipRelink  = "skip-relink"
@@ -101,10 +106,10 @@ type Plugin struct {
 	// power says that crashes are power losses (drms.DRM.PowerLoss): disks are every
 	// replica's file systems, by concrete index, and diskUse what they had served at the
 	// last step's end. steps are the schedule's transitions so far, which seed the tears.
-	power, durableStart bool
-	disks               [][]disk
-	diskUse             powerfs.Stats
-	steps               []string
+	power, durableStart, tornWrites bool
+	disks                           [][]disk
+	diskUse                         powerfs.Stats
+	steps                           []string
 }
 
 // engine realises the transitions of one family of models.
@@ -221,7 +226,7 @@ var exeDigest = sync.OnceValue(func() string {
 // break_realisation value.
 func (p *Plugin) configure(data []byte) (kitConfig, error) {
 	prefix := p.about.Name + " config: "
-	own := kitConfig{DurableStart: true}
+	own := kitConfig{DurableStart: true, TornWrites: true}
 	ownMD, err := toml.Decode(string(data), &own)
 	if err != nil {
 		return kitConfig{}, errors.New(prefix + err.Error())
@@ -271,6 +276,7 @@ func (p *Plugin) configure(data []byte) (kitConfig, error) {
 type kitConfig struct {
 	Break        string `toml:"break_realisation"`
 	DurableStart bool   `toml:"durable_start"`
+	TornWrites   bool   `toml:"torn_writes"`
 }
 
 // newEngine picks the engine of d's model and checks that the system has what it needs; the
@@ -343,7 +349,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 		}
 	}
 	for _, r := range p.c.Replicas {
-		if err := p.awaitReady(ctx, r); err != nil {
+		if err := p.awaitReady(ctx, r, p.c.Replicas...); err != nil {
 			return err
 		}
 	}
@@ -381,7 +387,7 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	if err != nil {
 		return err
 	}
-	p.brk, p.durableStart = own.Break, own.DurableStart
+	p.brk, p.durableStart, p.tornWrites = own.Break, own.DurableStart, own.TornWrites
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = cem.DefaultStepTimeout
 	}

@@ -85,7 +85,7 @@ func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
 		fmt.Fprintln(h, r.Name, d.rel)
 		seed := binary.BigEndian.Uint64(h.Sum(nil))
 		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
-		loss, err := d.fs.Drop(dctx, seed, true)
+		loss, err := d.fs.Drop(dctx, seed, p.tornWrites)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: power loss: %w", r.Name, err)

@@ -42,13 +42,15 @@ func (p *Plugin) startServer(r *Replica) error {
 	return nil
 }
 
-// awaitReady waits until r's server serves, when the system can tell.
-func (p *Plugin) awaitReady(ctx context.Context, r *Replica) error {
+// awaitReady waits until r's server serves, when the system can tell, failing at once when
+// r's server or one of started's exits (a server that waits for a quorum never serves when a
+// peer started with it died).
+func (p *Plugin) awaitReady(ctx context.Context, r *Replica, started ...*Replica) error {
 	rd, ok := p.sys.(Readier)
 	if !ok {
 		return nil
 	}
-	return p.await(ctx, r.Name+" to serve", []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+	return p.await(ctx, r.Name+" to serve", append([]*Replica{r}, started...), func(ctx context.Context) (bool, string, error) {
 		return rd.Ready(ctx, r)
 	})
 }

@@ -77,7 +77,7 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 // recover waits until the restarted group serves and the cluster has caught up.
 func (e *quorumEngine) recover(ctx context.Context, group []*Replica, next *aem.State) error {
 	for _, r := range group {
-		if err := e.p.awaitReady(ctx, r); err != nil {
+		if err := e.p.awaitReady(ctx, r, group...); err != nil {
 			return err
 		}
 	}

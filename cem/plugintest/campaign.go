@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -47,4 +49,54 @@ func Campaign(t *testing.T, bin, drm string, params Params, config string, worke
 		t.Fatalf("%v; modulo run said:\n%s", err, out)
 	}
 	return recs
+}
+
+// lostWriteDetail is how the oracle names an acknowledged write and the replica that lost it.
+var lostWriteDetail = regexp.MustCompile(`k\d+\.\d+.*replica \d|replica \d.*k\d+\.\d+`)
+
+// CheckPowerLoss checks the records of a campaign of power losses: no harness error, and lost
+// writes (each verdict naming the write and the replica) when lose, none otherwise. It logs
+// the verdicts' counts.
+func CheckPowerLoss(t *testing.T, recs []results.Record, lose bool) {
+	t.Helper()
+	counts := map[string]int{}
+	lost := 0
+	for _, r := range recs {
+		counts[string(r.Verdict)+" "+string(r.Class)]++
+		switch {
+		case r.Verdict == oracle.Error:
+			t.Errorf("schedule %s: error: %s", r.ID, r.Detail)
+		case r.Class == oracle.LostWrite:
+			lost++
+			if !lose {
+				t.Errorf("schedule %s lost an acknowledged write: %s", r.ID, r.Detail)
+			} else if !lostWriteDetail.MatchString(r.Detail) {
+				t.Errorf("schedule %s: the lost write's verdict names no write and replica: %s", r.ID, r.Detail)
+			}
+		}
+	}
+	t.Logf("%d schedules: %v", len(recs), counts)
+	if lose && lost == 0 {
+		t.Errorf("no schedule of %d lost an acknowledged write: the power losses dropped nothing that mattered", len(recs))
+	}
+}
+
+// CachedServer is the server binary rel (such as "etcd/3.5.21/etcd") in modulo's cache, where
+// scripts/setup builds the releases no distribution here ships ($MODULO_CACHE, else the
+// user's cache directory's modulo); t fails when it is not built.
+func CachedServer(t testing.TB, rel string) string {
+	t.Helper()
+	cache := os.Getenv("MODULO_CACHE")
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache = filepath.Join(base, "modulo")
+	}
+	path := filepath.Join(cache, rel)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s is not built (%v): run scripts/setup", rel, err)
+	}
+	return path
 }

@@ -418,6 +418,13 @@ func (c *cluster) teardownChecked(t *testing.T) {
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("teardown left %s", l)
 	}
+	mounts, err := proc.MountsUnder(c.spec.Dir)
+	if err != nil {
+		t.Error(err)
+	}
+	for _, m := range mounts {
+		t.Errorf("teardown left a mount at %s", m)
+	}
 	for _, f := range c.shm {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("teardown left %s, shared memory a server of the cluster held: a killed server removes nothing there, and the host's memory fills with campaigns (give the server a file in its own directory)", f)

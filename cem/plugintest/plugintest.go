@@ -15,8 +15,8 @@
 //     committed one acknowledged; the replicas must agree, and the oracle's durability check
 //     (oracle.LostWrites) must report that write;
 //   - teardown: Start fails with one line naming a busy port, and Teardown after it and after
-//     a step is safe to call twice, leaves no pid file and no live process in any group that
-//     a pid file ever named (the same check ends every cluster of the suite);
+//     a step is safe to call twice, leaves no pid file, no live process in any group that a
+//     pid file ever named, and no mount (the same check ends every cluster of the suite);
 //   - crashed server and hung server: after Start, the process group of a server that the
 //     first step writes to is SIGKILLed (SIGSTOPped); some step, or the final comparison, must
 //     report it, and no call may outlast the executor's call timeout;

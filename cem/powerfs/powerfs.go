@@ -72,8 +72,9 @@ func (l Loss) String() string {
 // Everything already in the store is durable.
 func Mount(dir, store string) (*FS, error) {
 	f := &FS{dir: dir, root: filepath.Join(store, "root"), trash: filepath.Join(store, "trash"), files: map[uint64]*changed{}}
+	// The root as servers want their data directories (etcd warns of any other): the owner's.
 	for _, d := range []string{f.root, f.trash} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("powerfs: %w", err)
 		}
 	}

@@ -17,3 +17,14 @@ func TestConformance(t *testing.T) {
 		Binary: plugintest.Build(t, "."),
 	})
 }
+
+// TestConformancePowerLoss runs the suite on Q/P/E, every crash a power loss: the kit's file
+// systems under every member's data directory, restored clusters and the plugin's death with
+// them mounted.
+func TestConformancePowerLoss(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qpe",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}

@@ -35,10 +35,9 @@ type Config struct {
 	// what a write that reaches only a minority has to be logged in.
 	HeartbeatMS int `toml:"heartbeat_ms"`
 	ElectionMS  int `toml:"election_ms"`
-	// UnsafeNoFsync is etcd's --unsafe-no-fsync (etcd 3.5 and later): the WAL and the backend
-	// are never fsynced, which etcd documents as unsafe; Q/P/E's power losses then lose
-	// acknowledged writes.
-	UnsafeNoFsync bool `toml:"unsafe_no_fsync"`
+	// Flags are more of etcd's flags, after the plugin's: ["--unsafe-no-fsync"] (etcd 3.5
+	// and later) turns fsync off, which etcd documents as unsafe, for Q/P/E's power losses.
+	Flags []string `toml:"flags"`
 }
 
 // system is how the kit runs and talks to one etcd member.
@@ -74,19 +73,14 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	for _, p := range c.Replicas {
 		peers = append(peers, p.Name+"="+url(p, 1))
 	}
-	args := []string{
+	return kit.Command{Path: s.cfg.Server, Args: append([]string{
 		"--name", r.Name, "--data-dir", filepath.Join(r.Dir, "data"),
 		"--listen-client-urls", url(r, 0), "--advertise-client-urls", url(r, 0),
 		"--listen-peer-urls", url(r, 1), "--initial-advertise-peer-urls", url(r, 1),
 		"--initial-cluster", strings.Join(peers, ","), "--initial-cluster-state", "new",
 		"--logger", "zap", "--log-outputs", "stderr",
 		"--heartbeat-interval", strconv.Itoa(s.cfg.HeartbeatMS), "--election-timeout", strconv.Itoa(s.cfg.ElectionMS),
-	}
-	if s.cfg.UnsafeNoFsync {
-		// 3.4 does not know the flag, and says so as it exits.
-		args = append(args, "--unsafe-no-fsync")
-	}
-	return kit.Command{Path: s.cfg.Server, Args: args}, nil
+	}, s.cfg.Flags...)}, nil
 }
 
 // StateFiles is a member's data directory: its WAL and snapshots, and its identity in the

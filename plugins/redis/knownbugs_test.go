@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -62,19 +63,7 @@ func readKnownBugs(t *testing.T) []knownBug {
 // oldServer is where scripts/build-redis puts redis-server of version v.
 func oldServer(t *testing.T, v string) string {
 	t.Helper()
-	cache := os.Getenv("MODULO_CACHE")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cache = filepath.Join(base, "modulo")
-	}
-	path := filepath.Join(cache, "redis", v, "redis-server")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("redis-server %s is not built (%v): run scripts/build-redis, which scripts/setup runs", v, err)
-	}
-	return path
+	return plugintest.CachedServer(t, filepath.Join("redis", v, "redis-server"))
 }
 
 // TestKnownBugs replays every known-bug case with the paper preset: it must diverge on the
