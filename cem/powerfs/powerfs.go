@@ -98,13 +98,40 @@ func (f *FS) mount() error {
 	server, err := fs.Mount(f.dir, top, &fs.Options{MountOptions: fuse.MountOptions{
 		// As root, mount(2) itself: a fresh machine need not have fusermount.
 		DirectMount: true,
-		FsName:      f.root,
-		Name:        "modulo-powerfs",
+		// Servers that refuse root (PostgreSQL) run as users of their own.
+		AllowOther: true,
+		FsName:     f.root,
+		Name:       "modulo-powerfs",
 	}})
 	if err != nil {
 		return fmt.Errorf("powerfs: mount %s over %s: %w", f.dir, f.root, err)
 	}
 	f.server = server
+	return closeOnExec()
+}
+
+// closeOnExec marks every /dev/fuse descriptor of this process close-on-exec. go-fuse opens
+// it without: a server started afterwards would inherit the connection, and when this process
+// dies it would keep the connection open while it waits, unkillable, for answers that never
+// come.
+func closeOnExec() error {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("powerfs: %w", err)
+	}
+	for _, e := range entries {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil || target != "/dev/fuse" {
+			continue
+		}
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+			return fmt.Errorf("powerfs: mark /dev/fuse (fd %d) close-on-exec: %w", fd, err)
+		}
+	}
 	return nil
 }
 
@@ -139,8 +166,10 @@ func (f *FS) Unmount(ctx context.Context) error {
 	defer f.mu.Unlock()
 	err := f.unmount(ctx)
 	if err != nil {
-		// Detach it: a mount that outlives its server answers nothing but errors.
-		if derr := unix.Unmount(f.dir, unix.MNT_DETACH); derr == nil {
+		// Force it (which aborts the connection: nothing waits on it) or detach it: a mount
+		// that outlives its server answers nothing but errors.
+		if unix.Unmount(f.dir, unix.MNT_FORCE) == nil || unix.Unmount(f.dir, unix.MNT_DETACH) == nil {
+			f.server.Wait()
 			f.server = nil
 		}
 	}
@@ -182,6 +211,12 @@ func (f *FS) Drop(ctx context.Context, seed uint64, tear bool) (Loss, error) {
 // changed file its durable contents back, in the order of their names.
 func (f *FS) takeBack(seed uint64, tear bool) (Loss, error) {
 	var loss Loss
+	gone := map[*changed]bool{}
+	for _, c := range f.files {
+		if st, err := c.f.Stat(); err == nil && st.Sys().(*syscall.Stat_t).Nlink == 0 {
+			gone[c] = true
+		}
+	}
 	at := func(rel string) string { return filepath.Join(f.root, rel) }
 	for i := len(f.journal) - 1; i >= 0; i-- {
 		u := f.journal[i]
@@ -216,6 +251,9 @@ func (f *FS) takeBack(seed uint64, tear bool) (Loss, error) {
 	})
 	rng := rand.New(rand.NewPCG(seed, 0x706f776572)) // "power"
 	for _, c := range files {
+		if gone[c] {
+			continue // removed, and its removal durable: nothing of it is left to lose
+		}
 		n, err := c.restore()
 		if err != nil {
 			return loss, err

@@ -6,9 +6,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // mountT mounts a file system over a store of the test's own and unmounts it at the end.
@@ -348,5 +351,31 @@ func TestDropWaitsForOpenFiles(t *testing.T) {
 	}
 	if got, _ := os.ReadDir(f.Dir()); len(got) != 0 {
 		t.Errorf("after the drop the mount holds %d entries, want none", len(got))
+	}
+}
+
+// TestConnectionNotInherited: no /dev/fuse descriptor of the mounting process passes to a
+// program it starts, which would keep a dead mount's connection open and its own requests
+// blocked forever.
+func TestConnectionNotInherited(t *testing.T) {
+	f := mountT(t)
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, e := range entries {
+		if target, _ := os.Readlink("/proc/self/fd/" + e.Name()); target != "/dev/fuse" {
+			continue
+		}
+		found++
+		fd, _ := strconv.Atoi(e.Name())
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC == 0 {
+			t.Errorf("/dev/fuse (fd %d) is not close-on-exec: flags %#x, %v", fd, flags, err)
+		}
+	}
+	if found == 0 {
+		t.Errorf("mounted at %s, the process holds no /dev/fuse", f.Dir())
 	}
 }

@@ -65,9 +65,11 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
-// DetachMounts detaches every mount at or under dir, deepest first (umount2 with MNT_DETACH):
-// what a plugin that died left mounted (a FUSE file system whose server is gone answers every
-// access with an error, so nothing could sweep or remove the directory).
+// DetachMounts ends every mount at or under dir, deepest first: what a plugin that died left
+// mounted (a FUSE file system whose server is gone answers every access with an error, so
+// nothing could sweep or remove the directory). Each is first unmounted with MNT_FORCE, which
+// aborts a FUSE mount's connection, so that no process stays blocked on a request that its dead
+// server will never answer, then detached (MNT_DETACH) if it is still busy.
 func DetachMounts(dir string) error {
 	mounts, err := MountsUnder(dir)
 	if err != nil {
@@ -75,6 +77,9 @@ func DetachMounts(dir string) error {
 	}
 	var errs []error
 	for _, mp := range mounts {
+		if unix.Unmount(mp, unix.MNT_FORCE) == nil {
+			continue
+		}
 		if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
 			errs = append(errs, fmt.Errorf("detach the mount at %s: %w", mp, err))
 		}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startTest starts a process for a test and kills its group when the test ends, whatever
@@ -476,5 +478,45 @@ func TestGroupSharedMemory(t *testing.T) {
 	got, err := GroupSharedMemory(p.Pid)
 	if err != nil || len(got) != 1 || got[0] != shm {
 		t.Errorf("GroupSharedMemory = %q (%v), want [%s]", got, err, shm)
+	}
+}
+
+// TestDetachMounts: the mounts under a directory, nested ones first, are gone after
+// DetachMounts, and a mount beside it stays.
+func TestDetachMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs, which needs root")
+	}
+	base := t.TempDir()
+	under, nested, beside := filepath.Join(base, "dir", "m"), filepath.Join(base, "dir", "m", "n"), filepath.Join(base, "beside")
+	for _, d := range []string{under, beside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mount := func(dir string) {
+		t.Helper()
+		if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	}
+	mount(under)
+	if err := os.Mkdir(nested, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mount(nested)
+	mount(beside)
+	if got, err := MountsUnder(filepath.Join(base, "dir")); err != nil || len(got) != 2 || got[0] != nested {
+		t.Fatalf("MountsUnder = %v, %v; want %s then %s", got, err, nested, under)
+	}
+	if err := DetachMounts(filepath.Join(base, "dir")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := MountsUnder(filepath.Join(base, "dir")); len(got) != 0 {
+		t.Errorf("after DetachMounts, mounted: %v", got)
+	}
+	if got, _ := MountsUnder(beside); len(got) != 1 {
+		t.Errorf("the mount beside the directory is gone: %v", got)
 	}
 }
