@@ -121,7 +121,7 @@ func (s *suite) runOn(t *testing.T, name string, c *cluster, steps []aem.Transit
 }
 
 var (
-	pidRE    = regexp.MustCompile(`(pid|process group) \d+`)
+	pidRE       = regexp.MustCompile(`(pid|process group) \d+`)
 	numberRE    = regexp.MustCompile(`\d+(\.\d+)?(µs|ms|s)?`)
 	powerLossRE = regexp.MustCompile(`(power loss of [^:]+): .*`)
 )
