@@ -49,7 +49,8 @@ its abstract execution model, with symmetric paths reduced to one.
 what the paper ran for the DRM. Counts grow fast with both: --count tells the number at once,
 without enumerating.
 
-DRMs (the paper's, and etcd's from the plugin tutorial):
+DRMs (the paper's, etcd's from the plugin tutorial, and those whose crashes are power losses;
+defaults are the paper's where it ran the model):
 ` + drmHelp() + `
 and every DRM that a plugin declares ('modulo plugins' lists them, with the defaults their
 authors chose).
@@ -95,7 +96,7 @@ A run that fails leaves a regular FILE as it was.`,
 func drmHelp() string {
 	var b strings.Builder
 	for _, d := range drms.Builtin() {
-		fmt.Fprintf(&b, "  %-5s %-7s %-10s %s (paper: ops %d, replicas %d)\n", d.Name, d.Title, d.System, d.Summary, d.Defaults.Ops, d.Defaults.Replicas)
+		fmt.Fprintf(&b, "  %-5s %-7s %-10s %s (defaults: ops %d, replicas %d)\n", d.Name, d.Title, d.System, d.Summary, d.Defaults.Ops, d.Defaults.Replicas)
 	}
 	return b.String()
 }
