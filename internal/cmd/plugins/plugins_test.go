@@ -33,7 +33,7 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce"}, PortsPerReplica: 2}`
+	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe"}, PortsPerReplica: 2}`
 	if !bytes.Contains(src, []byte(about)) {
 		t.Fatalf("plugins/etcd/main.go no longer has %s", about)
 	}
