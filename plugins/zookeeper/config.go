@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Config is the plugin's section ([zookeeper]) of the modulo configuration. Every field is
@@ -47,7 +48,8 @@ type Config struct {
 	// leader listens, so its first attempt is refused.
 	LeaderConnectRetryMS int `toml:"leader_connect_retry_ms"`
 	// LocalSessions turns on localSessionsEnabled: the plugin's client sessions live on the one
-	// server they connect to and are never written to the transaction log.
+	// server they connect to and are never written to the transaction log. Unset means on where
+	// the release has local sessions (3.5 and later) and off on 3.4, which has none.
 	LocalSessions *bool `toml:"local_sessions"`
 	// ForceSync is zookeeper.forceSync: fsync the transaction log before acknowledging
 	// (default true, as ZooKeeper's). Q/C/Z's crashes do not need it: a SIGKILLed server's
@@ -55,6 +57,24 @@ type Config struct {
 	// with false a whole-cluster power loss loses acknowledged writes: ZooKeeper's documented
 	// trade.
 	ForceSync *bool `toml:"force_sync"`
+
+	// The next three decide which ways a leader brings a follower in sync (DIFF of proposals,
+	// SNAP of its whole tree, TRUNC of the follower's log), and so which sync paths a campaign
+	// exercises.
+	//
+	// PreAllocSizeKB is zookeeper.preAllocSize: a transaction log file grows in steps of this
+	// many KiB. A leader serves a follower a DIFF from its log files only while their total size,
+	// preallocation included, is below snapshot_size_factor times its last snapshot's size, so
+	// ZooKeeper's 64 MiB leaves only SNAP for a follower behind the leader's in-memory log.
+	PreAllocSizeKB int `toml:"pre_alloc_size_kb"`
+	// SnapCount is zookeeper.snapCount: a server rolls its log and snapshots after more than
+	// snap_count/2 + a random share of snap_count/2 transactions; 2 and 3 roll after every
+	// second transaction without randomness, as a replay needs.
+	SnapCount int `toml:"snap_count"`
+	// SnapshotSizeFactor is zookeeper.snapshotSizeFactor (ZooKeeper 3.5 and later; unset is
+	// ZooKeeper's 0.33): the share of the snapshot's size that the logs may have for a DIFF from
+	// them; negative turns DIFFs from the log files off.
+	SnapshotSizeFactor *float64 `toml:"snapshot_size_factor"`
 }
 
 // DefaultConfig returns the settings used for every key the section leaves out. What the
@@ -79,7 +99,7 @@ type Config struct {
 //     once.
 //   - leader_connect_retry_ms = 10 (ZooKeeper: 100): a follower whose leader does not listen yet
 //     retries ten times as often; on loopback a refused connection costs nothing.
-//   - local_sessions = true (ZooKeeper: false): the plugin's sessions create no createSession or
+//   - local_sessions = true where the release has them (ZooKeeper: false): the plugin's sessions create no createSession or
 //     closeSession transactions, so the transaction logs hold exactly the schedule's writes and
 //     no session expiry commits a transaction in some later step. Global session handling is
 //     therefore not exercised. With false, a write that reaches only a minority cannot be
@@ -102,8 +122,9 @@ func DefaultConfig() Config {
 		MaxNotificationIntervalMS: 1000,
 		ElectionConnectTimeoutMS:  1000,
 		LeaderConnectRetryMS:      10,
-		LocalSessions:             yes(),
 		ForceSync:                 yes(),
+		PreAllocSizeKB:            65536,
+		SnapCount:                 100000,
 	}
 }
 
@@ -122,6 +143,14 @@ func (c *Config) check() error {
 	positive("max_notification_interval_ms", c.MaxNotificationIntervalMS)
 	positive("election_connect_timeout_ms", c.ElectionConnectTimeoutMS)
 	positive("leader_connect_retry_ms", c.LeaderConnectRetryMS)
+	positive("pre_alloc_size_kb", c.PreAllocSizeKB)
+	if c.SnapCount < 2 {
+		errs = append(errs, fmt.Errorf("snap_count must be at least 2, got %d", c.SnapCount))
+	}
+	if f := c.SnapshotSizeFactor; f != nil && *f > 1 {
+		// ZooKeeper itself would quietly take 0.33 instead.
+		errs = append(errs, fmt.Errorf("snapshot_size_factor must be at most 1, got %g", *f))
+	}
 	if c.MaxNotificationIntervalMS < c.MinNotificationIntervalMS {
 		errs = append(errs, fmt.Errorf("max_notification_interval_ms (%d) is below min_notification_interval_ms (%d)",
 			c.MaxNotificationIntervalMS, c.MinNotificationIntervalMS))
@@ -153,4 +182,18 @@ func (c *Config) cacheDir() (string, error) {
 		return "", fmt.Errorf("no cache directory for the AppCDS archive (set cache_dir): %w", err)
 	}
 	return filepath.Join(base, "modulo"), nil
+}
+
+// jarDir is JarDir with a leading ~ read as the user's home directory, as a shell would: the
+// builds of scripts/build-zookeeper live in ~/.cache/modulo/zookeeper/<version>.
+func (c *Config) jarDir() (string, error) {
+	rest, ok := strings.CutPrefix(c.JarDir, "~")
+	if !ok || (rest != "" && rest[0] != '/') {
+		return c.JarDir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("jar_dir %s: %w", c.JarDir, err)
+	}
+	return home + rest, nil
 }

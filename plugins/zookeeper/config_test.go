@@ -19,7 +19,8 @@ func TestConfigure(t *testing.T) {
 		{name: "empty gives the defaults", toml: "", check: func(t *testing.T, c Config) {
 			d := DefaultConfig()
 			if c.TickTimeMS != d.TickTimeMS || c.InitLimit != d.InitLimit || c.SyncLimit != d.SyncLimit ||
-				c.Java != "java" || c.JarDir != "/usr/share/java" || !*c.ClassDataSharing || !*c.LocalSessions || !*c.ForceSync {
+				c.Java != "java" || c.JarDir != "/usr/share/java" || !*c.ClassDataSharing || c.LocalSessions != nil || !*c.ForceSync ||
+				c.PreAllocSizeKB != 65536 || c.SnapCount != 100000 || c.SnapshotSizeFactor != nil {
 				t.Errorf("got %+v", c)
 			}
 		}},
@@ -38,12 +39,15 @@ election_connect_timeout_ms = 250
 leader_connect_retry_ms = 20
 local_sessions = false
 force_sync = false
+pre_alloc_size_kb = 4
+snap_count = 2
+snapshot_size_factor = -1.0
 `, check: func(t *testing.T, c Config) {
 			if c.Java != "/usr/lib/jvm/java-17-openjdk-amd64/bin/java" || c.JarDir != "/opt/zk" ||
 				len(c.JVMFlags) != 1 || c.JVMFlags[0] != "-Xmx64m" || *c.ClassDataSharing || c.CacheDir != "/tmp/cds" ||
 				c.TickTimeMS != 200 || c.InitLimit != 7 || c.SyncLimit != 3 || c.MinNotificationIntervalMS != 100 ||
 				c.MaxNotificationIntervalMS != 400 || c.ElectionConnectTimeoutMS != 250 || c.LeaderConnectRetryMS != 20 || *c.LocalSessions ||
-				*c.ForceSync {
+				*c.ForceSync || c.PreAllocSizeKB != 4 || c.SnapCount != 2 || *c.SnapshotSizeFactor != -1 {
 				t.Errorf("got %+v", c)
 			}
 		}},
@@ -72,7 +76,10 @@ force_sync = false
 // Info (which modulo calls before a campaign) reports it.
 func TestConfigErrors(t *testing.T) {
 	tests := []struct{ name, toml, want string }{
-		{"unknown key", "tick_time = 100\nsnap_count = 5", `zookeeper config: unknown key "snap_count", "tick_time"`},
+		{"unknown key", "tick_time = 100\nsnapcount = 5", `zookeeper config: unknown key "snapcount", "tick_time"`},
+		{"snap count", "snap_count = 1", "zookeeper config: snap_count must be at least 2, got 1"},
+		{"no preallocation", "pre_alloc_size_kb = 0", "zookeeper config: pre_alloc_size_kb must be at least 1, got 0"},
+		{"factor above one", "snapshot_size_factor = 1.5", "zookeeper config: snapshot_size_factor must be at most 1, got 1.5"},
 		{"bad type", `tick_time_ms = "fast"`, "zookeeper config: toml: line 1"},
 		{"zero tick", "tick_time_ms = 0", "zookeeper config: tick_time_ms must be at least 1, got 0"},
 		{"several problems", "init_limit = -1\nsync_limit = 0", "zookeeper config: init_limit must be at least 1, got -1 (and 1 more problems)"},
@@ -93,5 +100,61 @@ func TestConfigErrors(t *testing.T) {
 				t.Errorf("error is not one line: %q", err)
 			}
 		})
+	}
+}
+
+// TestResolve: unset local sessions follow the release, and a key the release cannot honour is
+// an error naming it and the release.
+func TestResolve(t *testing.T) {
+	on, off, factor := true, false, 0.5
+	tests := []struct {
+		name, version string
+		local         *bool
+		factor        *float64
+		wantLocal     bool
+		wantErr       string
+	}{
+		{name: "3.9 unset", version: "3.9.5", wantLocal: true},
+		{name: "3.8 off", version: "3.8.0-1", local: &off, wantLocal: false},
+		{name: "3.7 factor", version: "3.7.0", factor: &factor, wantLocal: true},
+		{name: "3.4 unset", version: "3.4.11", wantLocal: false},
+		{name: "3.4 asked for local sessions", version: "3.4.11", local: &on, wantErr: "local_sessions: ZooKeeper 3.4.11 has none"},
+		{name: "3.4 factor", version: "3.4.11", factor: &factor, wantErr: "snapshot_size_factor: ZooKeeper 3.4.11 has none"},
+		{name: "no version", version: "trunk", wantErr: `ZooKeeper version "trunk" is not of the form`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.LocalSessions, c.SnapshotSizeFactor = tt.local, tt.factor
+			err := c.resolve(tt.version)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want prefix %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *c.LocalSessions != tt.wantLocal {
+				t.Errorf("local sessions = %v, want %v", *c.LocalSessions, tt.wantLocal)
+			}
+		})
+	}
+}
+
+// TestJarDir: a leading ~ is the home directory, as in ~/.cache/modulo/zookeeper/3.9.5.
+func TestJarDir(t *testing.T) {
+	t.Setenv("HOME", "/home/u")
+	for in, want := range map[string]string{
+		"~/.cache/modulo/zookeeper/3.9.5": "/home/u/.cache/modulo/zookeeper/3.9.5",
+		"~":                               "/home/u",
+		"/usr/share/java":                 "/usr/share/java",
+		"~other/jars":                     "~other/jars",
+	} {
+		c := Config{JarDir: in}
+		if got, err := c.jarDir(); err != nil || got != want {
+			t.Errorf("jarDir(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

@@ -37,7 +37,11 @@ func findInstall(c *Config) (*install, error) {
 	if err != nil {
 		return nil, fmt.Errorf("java binary %q not found", c.Java)
 	}
-	zkJar := filepath.Join(c.JarDir, "zookeeper.jar")
+	jarDir, err := c.jarDir()
+	if err != nil {
+		return nil, err
+	}
+	zkJar := filepath.Join(jarDir, "zookeeper.jar")
 	manifest, version, err := readJar(zkJar)
 	if err != nil {
 		return nil, err
@@ -45,7 +49,7 @@ func findInstall(c *Config) (*install, error) {
 	in := &install{java: java, classpath: []string{zkJar}, version: version}
 	for _, dep := range manifestClassPath(manifest) {
 		if !filepath.IsAbs(dep) {
-			dep = filepath.Join(c.JarDir, dep)
+			dep = filepath.Join(jarDir, dep)
 		}
 		// The JVM skips a missing Class-Path entry, and most are needed only by features a
 		// replica does not use (Debian's manifest names jline.jar, for the CLI, which Debian
@@ -56,7 +60,7 @@ func findInstall(c *Config) (*install, error) {
 		in.deps = append(in.deps, dep)
 	}
 	for _, name := range loggingJars {
-		p := filepath.Join(c.JarDir, name)
+		p := filepath.Join(jarDir, name)
 		if _, err := os.Stat(p); err != nil {
 			return nil, fmt.Errorf("logging jar %s not found", p)
 		}

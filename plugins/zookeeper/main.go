@@ -28,6 +28,10 @@ type system struct {
 	in        *install // found by Prepare
 	log4jFile string   // the cluster's log4j.properties
 	cdsFlags  []string // start servers with the AppCDS archive
+	// lasting is, where sessions are global (local_sessions off), the session with the leader
+	// that Leader opened for a divergence's writes: its createSession commits while every
+	// online server runs, so that a write that reaches only a minority can still be sent.
+	lasting *session
 }
 
 func (s *system) Configure(decode func(any) error) error {
@@ -61,6 +65,9 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		return err
 	}
 	s.in = in
+	if err := s.cfg.resolve(in.version); err != nil {
+		return err
+	}
 	s.log4jFile = filepath.Join(c.Spec.Dir, "log4j.properties")
 	if err := os.WriteFile(s.log4jFile, []byte(log4jProperties), 0o644); err != nil {
 		return err
@@ -84,6 +91,9 @@ func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 // itself writes no transaction, so a write that reaches only a minority needs nothing else
 // to commit before it is sent.
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	if l := s.lasting; l != nil && l.addr == r.Addr(0) {
+		return l.create(ctx, "/"+key, []byte(value))
+	}
 	sess, err := openSession(ctx, r.Addr(0))
 	if err != nil {
 		return err

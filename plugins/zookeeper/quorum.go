@@ -44,11 +44,22 @@ func survey(ctx context.Context, online []*kit.Replica) (sts []srvrStatus, leade
 	return sts, leader, seen
 }
 
-// Leader is the one server that every online server serves under.
+// Leader is the one server that every online server serves under. The kit asks for it at the
+// start of every divergence; where sessions are global, it opens there the session through
+// which the divergence's writes go (Write), ending the last divergence's.
 func (s *system) Leader(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (*kit.Replica, string, error) {
 	_, l, seen := survey(ctx, online)
 	if l < 0 {
 		return nil, seen, nil
+	}
+	if !*s.cfg.LocalSessions {
+		if s.lasting != nil {
+			s.lasting.close()
+		}
+		var err error
+		if s.lasting, err = openLasting(ctx, online[l].Addr(0)); err != nil {
+			return nil, "a session with " + online[l].Name + ": " + err.Error(), nil
+		}
 	}
 	return online[l], "", nil
 }
@@ -87,7 +98,9 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 	if err != nil {
 		return false, leader.Name + " does not answer mntr: " + err.Error(), nil
 	}
-	if m["zk_peer_state"] != "leading - broadcast" || m["zk_synced_followers"] != strconv.Itoa(len(online)-1) {
+	// 3.4's mntr has no zk_peer_state; its synced followers are those past their sync.
+	state, hasState := m["zk_peer_state"]
+	if hasState && state != "leading - broadcast" || m["zk_synced_followers"] != strconv.Itoa(len(online)-1) {
 		return false, fmt.Sprintf("leader %s: %q, %s synced followers", leader.Name, m["zk_peer_state"], m["zk_synced_followers"]), nil
 	}
 	if err := roundTrip(ctx, leader); err != nil {

@@ -47,7 +47,10 @@ func zooCfg(cfg *Config, r *kit.Replica, peers []*kit.Replica) string {
 	line("clientPortAddress", "127.0.0.1")
 	line("admin.enableServer", false) // its Jetty would need servlet-api.jar and a port
 	line("4lw.commands.whitelist", "*")
-	line("localSessionsEnabled", *cfg.LocalSessions)
+	if *cfg.LocalSessions {
+		// 3.4 would take the key as a system property of no effect: write it only when on.
+		line("localSessionsEnabled", true)
+	}
 	for _, p := range peers {
 		line("server."+strconv.Itoa(p.Index+1), fmt.Sprintf("127.0.0.1:%d:%d", p.Ports[1], p.Ports[2]))
 	}
@@ -83,6 +86,12 @@ func (s *system) javaArgs(r *kit.Replica, cds []string) []string {
 	)
 	if !*cfg.ForceSync {
 		args = append(args, "-Dzookeeper.forceSync=no")
+	}
+	args = append(args,
+		"-Dzookeeper.preAllocSize="+strconv.Itoa(cfg.PreAllocSizeKB),
+		"-Dzookeeper.snapCount="+strconv.Itoa(cfg.SnapCount))
+	if f := cfg.SnapshotSizeFactor; f != nil {
+		args = append(args, "-Dzookeeper.snapshotSizeFactor="+strconv.FormatFloat(*f, 'g', -1, 64))
 	}
 	return append(args, "-cp", strings.Join(s.in.classpath, ":"), mainClass, configPath(r))
 }

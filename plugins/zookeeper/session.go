@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -31,7 +32,35 @@ func (quietLogger) Printf(string, ...any) {}
 // The replica must be serving: one that is not closes the connection, and go-zookeeper then
 // retries after a second.
 func openSession(ctx context.Context, addr string) (*session, error) {
-	conn, events, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false))
+	return connect(ctx, addr, nil)
+}
+
+// openLasting opens a session with the replica at addr that outlives its calls and ends, never
+// to reconnect, when its connection drops: go-zookeeper would connect again to the restarted
+// server, and a global session found expired there is replaced by a new one, a transaction
+// of the plugin's in a later step.
+func openLasting(ctx context.Context, addr string) (*session, error) {
+	var conn atomic.Pointer[zk.Conn]
+	s, err := connect(ctx, addr, func(ev zk.Event) {
+		if c := conn.Load(); c != nil && ev.State == zk.StateDisconnected {
+			go c.Close()
+		}
+	})
+	if err == nil {
+		conn.Store(s.conn)
+	}
+	return s, err
+}
+
+// connect opens a session with the replica at addr; onEvent, if not nil, sees every event of
+// its connection.
+func connect(ctx context.Context, addr string, onEvent zk.EventCallback) (*session, error) {
+	conn, events, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
