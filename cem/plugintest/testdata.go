@@ -42,19 +42,20 @@ func KeptSchedule(t testing.TB, path, drm string, params Params) (string, []aem.
 	return "", nil
 }
 
-// ReplayKept runs the kept schedule id (KeptSchedule) on a cluster of p in a directory of t's,
-// on ports reserved for t, with the executor's step timeout, and returns the cluster's spec and
-// each step's report; a step that fails fails t. The cluster is torn down when t ends.
-func ReplayKept(t *testing.T, p cem.CEM, drm string, params Params, id string, steps []aem.Transition) (cem.ClusterSpec, []cem.StepReport) {
+// ReplayKept runs the kept schedule id (KeptSchedule) on a cluster of p configured by its TOML
+// section pluginConfig (nil for its defaults), in a directory of t's, on ports reserved for t,
+// with the executor's step timeout, and returns the cluster's spec and each step's report; a
+// step that fails fails t. The cluster is torn down when t ends.
+func ReplayKept(t *testing.T, p cem.CEM, pluginConfig []byte, drm string, params Params, id string, steps []aem.Transition) (cem.ClusterSpec, []cem.StepReport) {
 	t.Helper()
 	ctx := context.Background()
-	info, err := p.Info(ctx, nil)
+	info, err := p.Info(ctx, pluginConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	spec := cem.ClusterSpec{DRM: drm, Ops: params.Ops, Replicas: params.Replicas, Dir: ClusterDir(t),
 		BasePort:   ReservePorts(t, params.Replicas*info.Capabilities.PortsPerReplica),
-		ScheduleID: id, StepTimeout: cem.DefaultStepTimeout}
+		ScheduleID: id, StepTimeout: cem.DefaultStepTimeout, Config: pluginConfig}
 	if err := p.Start(ctx, spec); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestReplicaAhead(t *testing.T) {
 	}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "replica-ahead.txt"), "mdl", plugintest.Params{Ops: 1, Replicas: 2})
 	p := kit.New(about, &system{})
-	spec, reports := plugintest.ReplayKept(t, p, "mdl", plugintest.Params{Ops: 1, Replicas: 2}, id, steps)
+	spec, reports := plugintest.ReplayKept(t, p, nil, "mdl", plugintest.Params{Ops: 1, Replicas: 2}, id, steps)
 	var slavePos string
 	for i, rep := range reports {
 		for _, a := range rep.Actions {

@@ -26,7 +26,7 @@ func TestUncommittedApplied(t *testing.T) {
 	params := plugintest.Params{Ops: 2, Replicas: 3}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "uncommitted-applied.txt"), "qcn", params)
 	p := kit.New(about, &system{})
-	spec, reports := plugintest.ReplayKept(t, p, "qcn", params, id, steps)
+	spec, reports := plugintest.ReplayKept(t, p, nil, "qcn", params, id, steps)
 	var leader string // the server of abstract replica 2, which led at step 1
 	for _, a := range reports[0].Actions {
 		if name, ok := strings.CutSuffix(a.What, `: write k1.1 = "`+id+`:k1.1" sent (1 of 3 replicas receive it: it cannot commit)`); ok && a.Replica == 2 {

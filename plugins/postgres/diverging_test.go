@@ -24,7 +24,7 @@ func TestDivergingTimelines(t *testing.T) {
 	}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "diverging-timelines.txt"), "pgl", aem.Params{Ops: 2, Replicas: 3})
 	p := kit.New(about, &system{})
-	_, reports := plugintest.ReplayKept(t, p, "pgl", aem.Params{Ops: 2, Replicas: 3}, id, steps)
+	_, reports := plugintest.ReplayKept(t, p, nil, "pgl", aem.Params{Ops: 2, Replicas: 3}, id, steps)
 	timelines := map[int]string{}
 	var rewind string
 	for i, rep := range reports {

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/oracle"
+	"github.com/modulo-testing/modulo/schedules"
+)
+
+// builtReleases are the releases scripts/setup builds from ../shared/zookeeper with
+// scripts/build-zookeeper, besides Debian's 3.8.0 in /usr/share/java.
+var builtReleases = []string{"3.4.11", "3.7.0", "3.8.0", "3.8.6", "3.9.5"}
+
+// builtJarDir is where scripts/build-zookeeper put release v; t fails when it is not built.
+func builtJarDir(t *testing.T, v string) string {
+	t.Helper()
+	return filepath.Dir(plugintest.CachedServer(t, filepath.Join("zookeeper", v, "zookeeper.jar")))
+}
+
+// jarDirConfig is the plugin's section that runs the jars of dir.
+func jarDirConfig(dir string) []byte { return []byte(fmt.Sprintf("jar_dir = %q\n", dir)) }
+
+// TestReleases runs the conformance suite on every release built from source: the plugin
+// reads each one's version and adapts to what it lacks.
+func TestReleases(t *testing.T) {
+	for _, v := range builtReleases {
+		t.Run(v, func(t *testing.T) {
+			dir := builtJarDir(t, v)
+			info, err := kit.New(about, &system{}).Info(t.Context(), jarDirConfig(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.ServerVersion != v {
+				t.Fatalf("the plugin reads version %q from %s, want %s", info.ServerVersion, dir, v)
+			}
+			plugintest.Run(t, plugintest.Config{
+				DRM:          "qcz",
+				New:          func() cem.CEM { return kit.New(about, &system{}) },
+				PluginConfig: jarDirConfig(dir),
+			})
+		})
+	}
+}
+
+// TestTruncKeepsFirst replays the schedule of testdata/trunc-keeps-first.txt on every release
+// built from source since 3.7: at step 4 replica 2, whose log's one transaction is the
+// uncommitted k1.1, is told to truncate it (TRUNC), keeps k1.1 and holds it alone at the end.
+func TestTruncKeepsFirst(t *testing.T) {
+	params := plugintest.Params{Ops: 2, Replicas: 3}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "trunc-keeps-first.txt"), "qcz", params)
+	for _, v := range []string{"3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
+		t.Run(v, func(t *testing.T) {
+			p := kit.New(about, &system{})
+			_, reports := plugintest.ReplayKept(t, p, jarDirConfig(builtJarDir(t, v)), "qcz", params, id, steps)
+			sync := ""
+			for _, o := range reports[3].Observations {
+				if o.Replica == 2 {
+					sync = o.Fields[cem.ObserveSync]
+				}
+			}
+			if !strings.Contains(sync, "TRUNC") {
+				t.Errorf("at step 4 replica 2 was synced by %q, want a TRUNC", sync)
+			}
+			snap, err := p.Read(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := oracle.Compare(snap)
+			rs := snap.Replicas
+			if d.Converged() || rs[2].Data["k1.1"] != id+":k1.1" || rs[0].Data["k1.1"] != "" || rs[1].Data["k1.1"] != "" {
+				t.Fatalf("at the end: %s; want replica 2 alone to hold the uncommitted k1.1", d.Line())
+			}
+			t.Logf("ZooKeeper %s, after %s: %s", v, schedules.Body(steps), d.Line())
+		})
+	}
+}
+
+// TestTruncKeepsFirstByHand runs testdata/trunc-keeps-first.sh, the hand reproduction with
+// ZooKeeper's own server and CLI and no modulo, on Debian's 3.8.0 and on every release built
+// from source since 3.7 (3.4.11's CLI opens a global session, whose createSession becomes the
+// log's first, committed, transaction: there the truncation target is in the log):
+// the follower told to truncate its log below its first transaction (to zxid 0, or to the
+// leader's first epoch's 0x100000000, as the restarts' timing has it) keeps the uncommitted /k1.1
+// and serves it.
+func TestTruncKeepsFirstByHand(t *testing.T) {
+	for _, v := range []string{"debian", "3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
+		t.Run(v, func(t *testing.T) {
+			dir := "/usr/share/java"
+			if v != "debian" {
+				dir = builtJarDir(t, v)
+			}
+			base := plugintest.FreePorts(t, 9)
+			cmd := exec.Command("bash", filepath.Join("testdata", "trunc-keeps-first.sh"), dir)
+			cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(base), "TMPDIR="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("the script ended with %v, want exit status 1 (diverged):\n%s", err, out)
+			}
+			for _, want := range []string{"Truncating log to get in sync with the leader 0x", "[k1.1, zookeeper]", "DIVERGED"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("no %q in the script's output:\n%s", want, out)
+				}
+			}
+			t.Logf("\n%s", out)
+		})
+	}
+}
