@@ -277,6 +277,20 @@ type Snapshotter interface {
 	CopySnapshot(ctx context.Context, c *Cluster, from, to *Replica) (follows bool, err error)
 }
 
+// Seeder is implemented by a quorum system whose schedules start from initial data, as the
+// Modulo paper's campaigns did (a larger snapshot, say, opens other resync paths). Once the
+// started cluster has caught up, the kit writes InitialData through the leader, in order, and
+// waits until the cluster has caught up again before the first step. The keys are no writes
+// of the schedule: no failure precedes them, and the comparisons cover them as any key a
+// replica holds. Each value begins with c.Spec.ScheduleID and a colon, as the kit's own
+// writes do, so that data left from another cluster cannot pass for this one's.
+type Seeder interface {
+	InitialData(c *Cluster) []KeyValue
+}
+
+// KeyValue is one key of a Seeder's initial data.
+type KeyValue struct{ Key, Value string }
+
 // Stopper is implemented by a system whose operators stop a server cleanly to relink it
 // (Relinker) or to copy it afresh (ErrRefused).
 // PostgreSQL's pg_rewind needs a target that was shut down cleanly, and a standby killed in

@@ -67,6 +67,8 @@ type memSystem struct {
 		// InSync's answer (kit.ErrBroken), as MariaDB's stopped replication thread does, where
 		// it would log brokenLine.
 		BrokenStatus bool `toml:"broken_status"`
+		// InitialKeys makes the system a kit.Seeder of that many keys.
+		InitialKeys int `toml:"initial_keys"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -178,7 +180,7 @@ func awaitServing(ctx context.Context, r *kit.Replica) error {
 }
 
 func (s *memSystem) Configure(decode func(any) error) error {
-	s.cfg.LagMS = 0
+	s.cfg.LagMS, s.cfg.InitialKeys = 0, 0
 	if err := decode(&s.cfg); err != nil {
 		return err
 	}
@@ -190,6 +192,14 @@ func (s *memSystem) Configure(decode func(any) error) error {
 }
 
 func (s *memSystem) Version(context.Context) (string, error) { return "memsys 1", nil }
+
+func (s *memSystem) InitialData(c *kit.Cluster) []kit.KeyValue {
+	var data []kit.KeyValue
+	for i := range s.cfg.InitialKeys {
+		data = append(data, kit.KeyValue{Key: fmt.Sprintf("init.%d", i), Value: fmt.Sprintf("%s:initial %d", c.Spec.ScheduleID, i)})
+	}
+	return data
+}
 
 func (s *memSystem) Prepare(_ context.Context, c *kit.Cluster) error {
 	d, err := drms.Lookup(c.Spec.DRM)
@@ -578,6 +588,34 @@ func TestMemSystemConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestInitialData: a quorum system's initial data is on every replica when the first step
+// starts, and the suite passes with it (the comparisons cover it).
+func TestInitialData(t *testing.T) {
+	p := kit.New(memAbout("qce"), &memSystem{})
+	spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+		ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 50\ninitial_keys = 3"), StepTimeout: 6 * time.Second}
+	if err := p.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	snap, err := p.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range snap.Replicas {
+		if r.Data["init.0"] != "0123456789abcdef:initial 0" || r.Data["init.2"] != "0123456789abcdef:initial 2" || len(r.Data) != 3 {
+			t.Errorf("replica %d holds %v after the start, want the three initial keys", i, r.Data)
+		}
+	}
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qce",
+		New:          func() cem.CEM { return kit.New(memAbout("qce"), &memSystem{}) },
+		PluginConfig: []byte("lag_ms = 50\ninitial_keys = 3"),
+		StepTimeout:  6 * time.Second,
+		NoServers:    true,
+	})
 }
 
 // TestRelinkByRestart: a system whose servers change their source only by a restart, and whose

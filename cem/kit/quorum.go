@@ -37,6 +37,29 @@ func (e *quorumEngine) online(s *aem.State) []*Replica {
 }
 
 func (e *quorumEngine) start(ctx context.Context) error {
+	if err := e.p.awaitCaughtUp(ctx, e.p.c.Replicas); err != nil {
+		return err
+	}
+	seeder, ok := e.p.sys.(Seeder)
+	if !ok {
+		return nil
+	}
+	data := seeder.InitialData(e.p.c)
+	if len(data) == 0 {
+		return nil
+	}
+	leader, err := e.leader(ctx)
+	if err != nil {
+		return err
+	}
+	for _, kv := range data {
+		if err := e.p.call(ctx, fmt.Sprintf("%s to accept initial key %s", leader.Name, kv.Key), func(ctx context.Context) error {
+			return e.p.sys.Write(ctx, leader, kv.Key, kv.Value)
+		}); err != nil {
+			return err
+		}
+	}
+	e.p.act(leader, "initial data: %d keys, %s to %s", len(data), data[0].Key, data[len(data)-1].Key)
 	return e.p.awaitCaughtUp(ctx, e.p.c.Replicas)
 }
 

@@ -75,6 +75,12 @@ type Config struct {
 	// ZooKeeper's 0.33): the share of the snapshot's size that the logs may have for a DIFF from
 	// them; negative turns DIFFs from the log files off.
 	SnapshotSizeFactor *float64 `toml:"snapshot_size_factor"`
+	// InitialZnodes are created, /init.0 on, each holding InitialValueBytes bytes, once the
+	// started ensemble has caught up and before the first step, as the Modulo paper's
+	// campaigns started from an initial key-value set: they make the snapshots larger, which
+	// a DIFF from the log files needs (snapshot_size_factor).
+	InitialZnodes     int `toml:"initial_znodes"`
+	InitialValueBytes int `toml:"initial_value_bytes"`
 }
 
 // DefaultConfig returns the settings used for every key the section leaves out. What the
@@ -125,6 +131,7 @@ func DefaultConfig() Config {
 		ForceSync:                 yes(),
 		PreAllocSizeKB:            65536,
 		SnapCount:                 100000,
+		InitialValueBytes:         100,
 	}
 }
 
@@ -144,6 +151,12 @@ func (c *Config) check() error {
 	positive("election_connect_timeout_ms", c.ElectionConnectTimeoutMS)
 	positive("leader_connect_retry_ms", c.LeaderConnectRetryMS)
 	positive("pre_alloc_size_kb", c.PreAllocSizeKB)
+	if c.InitialZnodes < 0 {
+		errs = append(errs, fmt.Errorf("initial_znodes must be at least 0, got %d", c.InitialZnodes))
+	}
+	if c.InitialValueBytes < 0 || c.InitialValueBytes > 1<<20 {
+		errs = append(errs, fmt.Errorf("initial_value_bytes must be from 0 to 1048576 (ZooKeeper's jute.maxbuffer), got %d", c.InitialValueBytes))
+	}
 	if c.SnapCount < 2 {
 		errs = append(errs, fmt.Errorf("snap_count must be at least 2, got %d", c.SnapCount))
 	}

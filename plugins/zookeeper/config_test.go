@@ -42,12 +42,15 @@ force_sync = false
 pre_alloc_size_kb = 4
 snap_count = 2
 snapshot_size_factor = -1.0
+initial_znodes = 50
+initial_value_bytes = 1000
 `, check: func(t *testing.T, c Config) {
 			if c.Java != "/usr/lib/jvm/java-17-openjdk-amd64/bin/java" || c.JarDir != "/opt/zk" ||
 				len(c.JVMFlags) != 1 || c.JVMFlags[0] != "-Xmx64m" || *c.ClassDataSharing || c.CacheDir != "/tmp/cds" ||
 				c.TickTimeMS != 200 || c.InitLimit != 7 || c.SyncLimit != 3 || c.MinNotificationIntervalMS != 100 ||
 				c.MaxNotificationIntervalMS != 400 || c.ElectionConnectTimeoutMS != 250 || c.LeaderConnectRetryMS != 20 || *c.LocalSessions ||
-				*c.ForceSync || c.PreAllocSizeKB != 4 || c.SnapCount != 2 || *c.SnapshotSizeFactor != -1 {
+				*c.ForceSync || c.PreAllocSizeKB != 4 || c.SnapCount != 2 || *c.SnapshotSizeFactor != -1 ||
+				c.InitialZnodes != 50 || c.InitialValueBytes != 1000 {
 				t.Errorf("got %+v", c)
 			}
 		}},
@@ -79,6 +82,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown key", "tick_time = 100\nsnapcount = 5", `zookeeper config: unknown key "snapcount", "tick_time"`},
 		{"snap count", "snap_count = 1", "zookeeper config: snap_count must be at least 2, got 1"},
 		{"no preallocation", "pre_alloc_size_kb = 0", "zookeeper config: pre_alloc_size_kb must be at least 1, got 0"},
+		{"negative initial znodes", "initial_znodes = -1", "zookeeper config: initial_znodes must be at least 0, got -1"},
 		{"factor above one", "snapshot_size_factor = 1.5", "zookeeper config: snapshot_size_factor must be at most 1, got 1.5"},
 		{"bad type", `tick_time_ms = "fast"`, "zookeeper config: toml: line 1"},
 		{"zero tick", "tick_time_ms = 0", "zookeeper config: tick_time_ms must be at least 1, got 0"},

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/modulo-testing/modulo/cem/kit"
 )
@@ -21,6 +23,22 @@ import (
 var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz", "qpz"}, PortsPerReplica: 3}
 
 func main() { kit.Serve(about, &system{}) }
+
+// The interfaces the kit finds by assertion: a method that drifted from its interface would
+// quietly turn a feature off.
+var (
+	_ kit.Configurable = (*system)(nil)
+	_ kit.Preparer     = (*system)(nil)
+	_ kit.Quorum       = (*system)(nil)
+	_ kit.LogReader    = (*system)(nil)
+	_ kit.Holder       = (*system)(nil)
+	_ kit.Deleter      = (*system)(nil)
+	_ kit.DiskState    = (*system)(nil)
+	_ kit.Observer     = (*system)(nil)
+	_ kit.SyncLogger   = (*system)(nil)
+	_ kit.SelfChecker  = (*system)(nil)
+	_ kit.Seeder       = (*system)(nil)
+)
 
 // system is how the kit runs and talks to one ZooKeeper server.
 type system struct {
@@ -100,6 +118,21 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	}
 	defer sess.close()
 	return sess.create(ctx, "/"+key, []byte(value))
+}
+
+// InitialData is initial_znodes znodes /init.<i>, each value the schedule's prefix padded to
+// initial_value_bytes.
+func (s *system) InitialData(c *kit.Cluster) []kit.KeyValue {
+	var data []kit.KeyValue
+	for i := range s.cfg.InitialZnodes {
+		key := "init." + strconv.Itoa(i)
+		value := c.Spec.ScheduleID + ":" + key + ":"
+		if pad := s.cfg.InitialValueBytes - len(value); pad > 0 {
+			value += strings.Repeat(".", pad)
+		}
+		data = append(data, kit.KeyValue{Key: key, Value: value})
+	}
+	return data
 }
 
 // Delete deletes the znode "/"+key through the leader r, for break_realisation = "lose-write".
