@@ -11,12 +11,17 @@ import (
 
 // SyncLines are the lines a follower logs (Learner.syncWithLeader) for each way the leader
 // can bring it in sync: a diff of proposals, a snapshot of the whole tree, or a truncation of
-// its log to the leader's last zxid (which may then be followed by a diff).
+// its log to the leader's last zxid (which may then be followed by a diff); and the line a
+// leader logs (3.5 and later, LearnerHandler.syncFollower) when it serves a follower's diff
+// from its transaction log files as well as its in-memory log, which only a follower behind
+// that in-memory log needs and only logs smaller than snapshot_size_factor times the snapshot
+// allow: the sync path that the log files' size decides.
 func (s *system) SyncLines() []kit.LineKind {
 	return []kit.LineKind{
 		{Text: "Getting a diff from the leader", Kind: "DIFF"},
 		{Text: "Getting a snapshot from leader", Kind: "SNAP"},
 		{Text: "Truncating log to get in sync with the leader", Kind: "TRUNC"},
+		{Text: "Use txnlog and committedLog for peer sid", Kind: "SERVED-TXNLOG"},
 	}
 }
 
