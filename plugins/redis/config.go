@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
 
-	"github.com/BurntSushi/toml"
+	"github.com/modulo-testing/modulo/cem/kit"
 
 	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
@@ -108,7 +107,7 @@ type Config struct {
 //     the write or the resync is done, which is what the sleeps stood for.
 //   - the server version (2.8.0 for S/S/R, 4.0.0 for the others): `server` selects it;
 //     scripts/build-redis builds old versions from source.
-var presets = map[string]map[string]string{
+var presets = kit.Presets{
 	"paper": {
 		"ssr": `
 appendonly = true
@@ -138,16 +137,6 @@ probe = true
 	},
 }
 
-// presetNames lists the presets, sorted.
-func presetNames() []string {
-	var names []string
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // debianServer is where Debian installs redis-server, tried when PATH has none.
 const debianServer = "/usr/bin/redis-server"
 
@@ -167,27 +156,8 @@ var memorySize = regexp.MustCompile(`(?i)^[0-9]+(b|k|kb|m|mb|g|gb)?$`)
 // checked) the preset's name is checked and its settings are left out.
 func parseConfig(decode func(any) error, drm string) (Config, error) {
 	var c Config
-	if err := decode(&c); err != nil {
+	if err := presets.Section(decode, drm, &c, func() { c = Config{} }, func() string { return c.Preset }); err != nil {
 		return c, err
-	}
-	if c.Preset != "" {
-		byDRM, ok := presets[c.Preset]
-		if !ok {
-			return c, fmt.Errorf("unknown preset %q (presets: %s)", c.Preset, strings.Join(presetNames(), ", "))
-		}
-		overlay, ok := byDRM[drm]
-		if !ok && drm != "" {
-			return c, fmt.Errorf("preset %q has no settings for DRM %s", c.Preset, drm)
-		}
-		// The preset first, then the section again over it: the section's keys win.
-		name := c.Preset
-		c = Config{}
-		if _, err := toml.Decode(overlay, &c); err != nil {
-			return c, fmt.Errorf("preset %s for %s: %w", name, drm, err)
-		}
-		if err := decode(&c); err != nil {
-			return c, err
-		}
 	}
 	c.setDefaults()
 	if err := c.check(); err != nil {

@@ -159,8 +159,8 @@ func TestPresets(t *testing.T) {
 		})
 	}
 	// Every preset is valid for every DRM it has settings for.
-	for _, name := range presetNames() {
-		for drm := range presets[name] {
+	for name, byDRM := range presets {
+		for drm := range byDRM {
 			if _, err := configureFor("preset = "+strconv.Quote(name), drm); err != nil {
 				t.Errorf("preset %s for %s: %v", name, drm, err)
 			}
