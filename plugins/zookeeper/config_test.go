@@ -162,3 +162,36 @@ func TestJarDir(t *testing.T) {
 		}
 	}
 }
+
+// TestPresets: a preset's settings for the cluster's DRM lie under the section's own keys; an
+// unknown preset, or one without settings for the DRM, is an error naming it.
+func TestPresets(t *testing.T) {
+	tests := []struct {
+		name, toml, drm string
+		wantZnodes      int
+		wantErr         string
+	}{
+		{name: "paper", toml: `preset = "paper"`, drm: "qcz", wantZnodes: 5},
+		{name: "the section wins", toml: "preset = \"paper\"\ninitial_znodes = 7", drm: "qcz", wantZnodes: 7},
+		{name: "checked without a DRM", toml: `preset = "paper"`, drm: "", wantZnodes: 0},
+		{name: "unknown", toml: `preset = "thesis"`, drm: "qcz", wantErr: `unknown preset "thesis" (presets: paper)`},
+		{name: "no power losses in the paper", toml: `preset = "paper"`, drm: "qpz", wantErr: `preset "paper" has no settings for DRM qpz`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parseConfig(func(v any) error { _, err := toml.Decode(tt.toml, v); return err }, tt.drm)
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.InitialZnodes != tt.wantZnodes || c.TickTimeMS != DefaultConfig().TickTimeMS {
+				t.Errorf("initial_znodes = %d, tick_time_ms = %d; want %d and the default", c.InitialZnodes, c.TickTimeMS, tt.wantZnodes)
+			}
+		})
+	}
+}

@@ -50,14 +50,17 @@ type system struct {
 	// that Leader opened for a divergence's writes: its createSession commits while every
 	// online server runs, so that a write that reaches only a minority can still be sent.
 	lasting *session
+	// decode is the kit's decoder of the plugin's section, kept from Configure for Prepare,
+	// which resolves the preset for the cluster's DRM.
+	decode func(any) error
 }
 
-func (s *system) Configure(decode func(any) error) error {
-	s.cfg = DefaultConfig()
-	if err := decode(&s.cfg); err != nil {
-		return err
-	}
-	return s.cfg.check()
+// Configure checks the section; the settings of its preset for the cluster's DRM are applied
+// by Prepare.
+func (s *system) Configure(decode func(any) error) (err error) {
+	s.decode = decode
+	s.cfg, err = parseConfig(decode, "")
+	return err
 }
 
 // Version reads ZooKeeper's version from zookeeper.jar, without starting a JVM.
@@ -75,9 +78,12 @@ func (s *system) StateFiles(_ *kit.Cluster, r *kit.Replica) []string {
 	return []string{filepath.Base(dataDir(r))}
 }
 
-// Prepare finds java and the jars, writes the cluster's log4j.properties, makes the AppCDS
+// Prepare applies the preset for the cluster's DRM, finds java and the jars, writes the cluster's log4j.properties, makes the AppCDS
 // archive when there is none, and writes every server's zoo.cfg and myid.
-func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
+	if s.cfg, err = parseConfig(s.decode, c.Spec.DRM); err != nil {
+		return err
+	}
 	in, err := findInstall(&s.cfg)
 	if err != nil {
 		return err

@@ -208,7 +208,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.StringVar(&opts.DRM, "drm", "", "the DRM the file must hold: "+strings.Join(drms.Names(), ", ")+" (default: the file's)")
 	f.StringSliceVar(&opts.IDs, "ids", nil, "run only the schedules with these `IDs`")
 	f.StringVar(&opts.ConfigFile, "config", "", "read settings from the TOML `FILE`")
-	f.StringVar(&opts.Preset, "preset", "", "use the plugin's preset settings `NAME` (redis: paper); the plugin's table overrides them")
+	f.StringVar(&opts.Preset, "preset", "", "use the plugin's preset settings `NAME` (redis, zookeeper: paper); the plugin's table overrides them")
 	f.StringVar(&resultsDir, "results-dir", "", "put the campaign's results under `DIR` (default modulo-results)")
 	f.StringVar(&pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
