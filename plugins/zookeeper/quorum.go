@@ -77,20 +77,22 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 	leader, lz := online[l], sts[l].Zxid
 	// A leader that has committed nothing in its epoch reports the epoch's first zxid (counter
 	// 0); its followers report the last transaction they synced, which is the last one on the
-	// leader's disk, or that same first zxid when they synced from its snapshot.
-	diskZxid := int64(-1)
+	// leader's disk, or that same first zxid when they synced from its snapshot. A leader
+	// re-elected with nothing committed has also taken a snapshot named after its earlier
+	// epoch's start, which followers synced by a DIFF never report: the last transaction on its
+	// disk counts then.
+	diskZxid, diskTxn := int64(-1), int64(-1)
 	if zxidCounter(lz) == 0 {
-		z, err := lastZxidOnDisk(dataDir(leader))
-		if err != nil {
+		var err error
+		if diskZxid, diskTxn, err = lastZxidOnDisk(dataDir(leader)); err != nil {
 			return false, "", fmt.Errorf("%s: last zxid on disk: %w", leader.Name, err)
 		}
-		diskZxid = z
 	}
 	// Node counts are in seen but not compared: at one zxid they differ only when the data
 	// does, and that is for the final comparison to report as a divergence, not for this wait
 	// to time out on (ZooKeeper 3.8.0 keeps a write it truncates to zxid 0).
 	for i, st := range sts {
-		if i != l && st.Zxid != lz && st.Zxid != diskZxid {
+		if i != l && st.Zxid != lz && st.Zxid != diskZxid && st.Zxid != diskTxn {
 			return false, seen, nil
 		}
 	}

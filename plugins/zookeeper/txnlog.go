@@ -220,25 +220,30 @@ func findWrite(dataDir, path string, data []byte) (bool, error) {
 	return false, nil
 }
 
-// lastZxidOnDisk is the highest zxid a replica's data directory holds, in its logs or as the
-// name of a snapshot: what it restarts from.
-func lastZxidOnDisk(dataDir string) (int64, error) {
+// lastZxidOnDisk reads the highest zxid a replica's data directory holds: last in its logs or
+// as the name of a snapshot, what it restarts from; and lastTxn, the same without the
+// snapshots named after an epoch's start (counter 0), which a leader re-elected with nothing
+// committed takes and which name no transaction of their own.
+func lastZxidOnDisk(dataDir string) (last, lastTxn int64, err error) {
 	recs, err := readTxnLogs(dataDir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var last int64
 	for _, r := range recs {
-		last = max(last, r.Zxid)
+		lastTxn = max(lastTxn, r.Zxid)
 	}
 	snaps, err := filepath.Glob(filepath.Join(txnLogDir(dataDir), "snapshot.*"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	last = lastTxn
 	for _, s := range snaps {
 		if z, err := strconv.ParseInt(strings.TrimPrefix(filepath.Ext(s), "."), 16, 64); err == nil {
 			last = max(last, z)
+			if zxidCounter(z) != 0 {
+				lastTxn = max(lastTxn, z)
+			}
 		}
 	}
-	return last, nil
+	return last, lastTxn, nil
 }

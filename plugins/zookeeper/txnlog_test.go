@@ -141,15 +141,26 @@ func TestFindWriteAndLastZxid(t *testing.T) {
 		}
 	}
 
-	last, err := lastZxidOnDisk(data)
-	if err != nil || last != 0x100000002 {
-		t.Errorf("lastZxidOnDisk = %#x, %v; want 0x100000002 from the log", last, err)
+	steps := []struct {
+		snapshot      string // written before the step, if any
+		last, lastTxn int64
+	}{
+		{"", 0x100000002, 0x100000002},
+		// A replica synced from a snapshot restarts from the snapshot's zxid; one named after
+		// an epoch's start holds no transaction of its own.
+		{"snapshot.200000000", 0x200000000, 0x100000002},
+		{"snapshot.200000003", 0x200000003, 0x200000003},
+		{"snapshot.300000000", 0x300000000, 0x200000003},
 	}
-	// A replica synced from a snapshot restarts from the snapshot's zxid.
-	if err := os.WriteFile(filepath.Join(logDir, "snapshot.200000000"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if last, err := lastZxidOnDisk(data); err != nil || last != 0x200000000 {
-		t.Errorf("lastZxidOnDisk = %#x, %v; want 0x200000000 from the snapshot", last, err)
+	for _, st := range steps {
+		if st.snapshot != "" {
+			if err := os.WriteFile(filepath.Join(logDir, st.snapshot), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last, lastTxn, err := lastZxidOnDisk(data)
+		if err != nil || last != st.last || lastTxn != st.lastTxn {
+			t.Errorf("with %q: lastZxidOnDisk = %#x, %#x, %v; want %#x, %#x", st.snapshot, last, lastTxn, err, st.last, st.lastTxn)
+		}
 	}
 }
