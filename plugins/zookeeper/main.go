@@ -78,9 +78,14 @@ func (s *system) StateFiles(_ *kit.Cluster, r *kit.Replica) []string {
 	return []string{filepath.Base(dataDir(r))}
 }
 
-// Prepare applies the preset for the cluster's DRM, finds java and the jars, writes the cluster's log4j.properties, makes the AppCDS
-// archive when there is none, and writes every server's zoo.cfg and myid.
+// Prepare applies the preset for the cluster's DRM, finds java and the jars, writes the
+// cluster's log4j.properties, makes the AppCDS archive when there is none, and writes every
+// server's zoo.cfg and myid.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
+	if s.lasting != nil { // an earlier cluster's, whose servers may have had these ports
+		s.lasting.close()
+		s.lasting = nil
+	}
 	if s.cfg, err = parseConfig(s.decode, c.Spec.DRM); err != nil {
 		return err
 	}

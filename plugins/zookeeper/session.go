@@ -56,11 +56,7 @@ func openLasting(ctx context.Context, addr string) (*session, error) {
 // its connection.
 func connect(ctx context.Context, addr string, onEvent zk.EventCallback) (*session, error) {
 	conn, events, err := zk.Connect([]string{addr}, sessionTimeout, zk.WithLogger(quietLogger{}), zk.WithLogInfo(false),
-		zk.WithEventCallback(func(ev zk.Event) {
-			if onEvent != nil {
-				onEvent(ev)
-			}
-		}))
+		zk.WithEventCallback(onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
