@@ -88,6 +88,13 @@ func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overri
 	pluginConfig, from := []byte(t.Summary.Campaign.PluginConfig), "the campaign's"
 	if configFile != "" {
 		pluginConfig, from = cfg.Plugins[t.Header.DRM.Plugin], configFile+"'s"
+	} else {
+		// The plugin's Info must see the table the runs get: it names the server binary
+		// (Redis's server, ZooKeeper's jar_dir), whose version the reproduction records.
+		if cfg.Plugins == nil {
+			cfg.Plugins = map[string][]byte{}
+		}
+		cfg.Plugins[t.Header.DRM.Plugin] = pluginConfig
 	}
 	info, launch, err := executor.Prepare(ctx, cfg, t.Header.DRM, t.Header.Params.Replicas, errOut)
 	if err != nil {
