@@ -109,12 +109,13 @@ type Config struct {
 //     once.
 //   - leader_connect_retry_ms = 10 (ZooKeeper: 100): a follower whose leader does not listen yet
 //     retries ten times as often; on loopback a refused connection costs nothing.
-//   - local_sessions = true where the release has them (ZooKeeper: false): the plugin's sessions create no createSession or
-//     closeSession transactions, so the transaction logs hold exactly the schedule's writes and
-//     no session expiry commits a transaction in some later step. Global session handling is
-//     therefore not exercised. With false, a write that reaches only a minority cannot be
-//     realised: each write opens its session, whose createSession needs a quorum that the
-//     suspended replicas deny, so the step is not reached.
+//   - local_sessions = true where the release has them (ZooKeeper: false): the plugin's
+//     sessions create no createSession or closeSession transactions, so the transaction logs
+//     hold exactly the schedule's writes and no session expiry commits a transaction in some
+//     later step. Global session handling is therefore not exercised. With false (and on 3.4),
+//     a divergence's writes go through one session with the leader, opened while every online
+//     server runs, so that a write that reaches only a minority can still be sent; that
+//     session's and the reads' createSession and closeSession are transactions in the logs.
 //   - jvm_flags: a 128 MiB heap, the serial collector and the C1 compiler only start faster and
 //     use less memory; a large workload would run slower.
 func DefaultConfig() Config {
