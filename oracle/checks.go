@@ -116,29 +116,37 @@ type Lost struct {
 }
 
 // LostWrites checks that every compared, readable replica holds every write acknowledged as
-// durable, with its value. Only a key's last write counts: a later write of the key, even an
-// unacknowledged one, may replace it.
+// durable, with its value. Per key, the last acknowledged write counts, and any write of the
+// key sent after it may have replaced it: a replica must hold one of their values. (A later
+// write the system did not acknowledge may still have been applied; an earlier one never
+// counts, since the acknowledged write replaced it.)
 func LostWrites(writes []cem.Write, snap cem.Snapshot, group []int) []Lost {
-	last := map[string]cem.Write{}
+	lastAcked := map[string]int{}
 	var order []string
-	for _, w := range writes {
-		if _, ok := last[w.Key]; !ok {
+	for i, w := range writes {
+		if !w.Acked {
+			continue
+		}
+		if _, ok := lastAcked[w.Key]; !ok {
 			order = append(order, w.Key)
 		}
-		last[w.Key] = w
+		lastAcked[w.Key] = i
 	}
 	var lost []Lost
 	for _, k := range order {
-		w := last[k]
-		if !w.Acked {
-			continue
+		acked := writes[lastAcked[k]]
+		allowed := map[string]bool{acked.Value: true}
+		for _, w := range writes[lastAcked[k]+1:] {
+			if w.Key == k {
+				allowed[w.Value] = true
+			}
 		}
 		for i, r := range snap.Replicas {
 			if group[i] == NotCompared || r.Err != "" {
 				continue
 			}
-			if v, ok := r.Data[k]; !ok || v != w.Value {
-				lost = append(lost, Lost{Key: k, Value: w.Value, Replica: i, Got: Value{Text: v, Present: ok}})
+			if v, ok := r.Data[k]; !ok || !allowed[v] {
+				lost = append(lost, Lost{Key: k, Value: acked.Value, Replica: i, Got: Value{Text: v, Present: ok}})
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -27,6 +28,38 @@ func TestAlarms(t *testing.T) {
 			class, line := Alarms(tt.alarms)
 			if class != tt.wantClass || line != tt.wantLine {
 				t.Errorf("Alarms = %q, %q; want %q, %q", class, line, tt.wantClass, tt.wantLine)
+			}
+		})
+	}
+}
+
+func TestLostWrites(t *testing.T) {
+	w := func(k, v string, acked bool) cem.Write { return cem.Write{Key: k, Value: v, Acked: acked} }
+	tests := []struct {
+		name   string
+		writes []cem.Write
+		data   map[string]string
+		want   []Lost
+	}{
+		{"held", []cem.Write{w("a", "1", true), w("b", "2", true)}, map[string]string{"a": "1", "b": "2"}, nil},
+		{"missing", []cem.Write{w("a", "1", true)}, map[string]string{}, []Lost{{Key: "a", Value: "1"}}},
+		{"unacknowledged never counts", []cem.Write{w("a", "1", false)}, map[string]string{}, nil},
+		{"updated by an acknowledged write", []cem.Write{w("a", "1", true), w("a", "2", true)}, map[string]string{"a": "2"}, nil},
+		{"the acknowledged update lost", []cem.Write{w("a", "1", true), w("a", "2", true)}, map[string]string{"a": "1"},
+			[]Lost{{Key: "a", Value: "2", Got: Value{Text: "1", Present: true}}}},
+		{"a later unacknowledged update applied", []cem.Write{w("a", "1", true), w("a", "2", false)}, map[string]string{"a": "2"}, nil},
+		{"a later unacknowledged update not applied", []cem.Write{w("a", "1", true), w("a", "2", false)}, map[string]string{"a": "1"}, nil},
+		{"an earlier unacknowledged update resurrected", []cem.Write{w("a", "0", false), w("a", "1", true)}, map[string]string{"a": "0"},
+			[]Lost{{Key: "a", Value: "1", Got: Value{Text: "0", Present: true}}}},
+		{"lost under a later unacknowledged update", []cem.Write{w("a", "1", true), w("a", "2", false)}, map[string]string{},
+			[]Lost{{Key: "a", Value: "1"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			snap := cem.Snapshot{Replicas: []cem.ReplicaData{{Data: tt.data}, {Err: "unreadable"}, {Data: map[string]string{}}}}
+			got := LostWrites(tt.writes, snap, []int{0, 0, NotCompared})
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("LostWrites = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

@@ -291,6 +291,15 @@ type Seeder interface {
 // KeyValue is one key of a Seeder's initial data.
 type KeyValue struct{ Key, Value string }
 
+// Updater is implemented by a system whose Write makes a new key and cannot set one that
+// exists (ZooKeeper's create). With workload = "update" the kit calls Update, not Write, to set
+// an initial key to value: one transaction, like Write, so that a write that reaches only a
+// minority is still one entry in a log. A system whose Write sets a key whether or not it
+// exists needs nothing more.
+type Updater interface {
+	Update(ctx context.Context, r *Replica, key, value string) error
+}
+
 // Stopper is implemented by a system whose operators stop a server cleanly to relink it
 // (Relinker) or to copy it afresh (ErrRefused).
 // PostgreSQL's pg_rewind needs a target that was shut down cleanly, and a standby killed in

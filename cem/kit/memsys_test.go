@@ -69,6 +69,8 @@ type memSystem struct {
 		BrokenStatus bool `toml:"broken_status"`
 		// InitialKeys makes the system a kit.Seeder of that many keys.
 		InitialKeys int `toml:"initial_keys"`
+		// Preset names one of memPresets, which set only the kit's keys.
+		Preset string `toml:"preset"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -179,9 +181,17 @@ func awaitServing(ctx context.Context, r *kit.Replica) error {
 	return nil
 }
 
+// memPresets set the kit's own keys (kit.Presetter); the kit applies them.
+var memPresets = kit.Presets{"updates": {"qce": `workload = "update"`}}
+
+func (s *memSystem) Presets() kit.Presets { return memPresets }
+
 func (s *memSystem) Configure(decode func(any) error) error {
-	s.cfg.LagMS, s.cfg.InitialKeys = 0, 0
+	s.cfg.LagMS, s.cfg.InitialKeys, s.cfg.Preset = 0, 0, ""
 	if err := decode(&s.cfg); err != nil {
+		return err
+	}
+	if err := memPresets.Decode(s.cfg.Preset, "", nil); s.cfg.Preset != "" && err != nil {
 		return err
 	}
 	if s.cfg.LagMS < 0 {
@@ -923,5 +933,81 @@ func TestRefusedLinkCopiedAfresh(t *testing.T) {
 	}
 	if d := oracle.Compare(snap); !d.Converged() {
 		t.Errorf("the replicas differ: %s", d.Line())
+	}
+}
+
+// TestUpdateWorkload: with workload = "update", the suite passes, and the writes of a step set
+// initial keys in turn (write j of step s sets key (s+j-1) mod n), each value the write's own
+// name, also when a preset sets the workload; a configuration that cannot update is refused at
+// the start, naming why.
+func TestUpdateWorkload(t *testing.T) {
+	ctx := context.Background()
+	// The workload comes from the preset: the kit applies a Presetter's settings of its keys.
+	p := kit.New(memAbout("qce"), &memSystem{})
+	spec := cem.ClusterSpec{DRM: "qce", Ops: 2, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+		ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 50\ninitial_keys = 2\npreset = \"updates\""), StepTimeout: 6 * time.Second}
+	if err := p.Start(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qce",
+		New:          func() cem.CEM { return kit.New(memAbout("qce"), &memSystem{}) },
+		PluginConfig: []byte("lag_ms = 50\ninitial_keys = 3\nworkload = \"update\""),
+		StepTimeout:  6 * time.Second,
+		NoServers:    true,
+	})
+	var writes []cem.Write
+	for i, step := range []string{"D[0,2,2]", "C[0,1,2]"} {
+		rep, err := p.Apply(ctx, cem.Step{Index: i, Transition: step})
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, step, err)
+		}
+		writes = append(writes, rep.Writes...)
+	}
+	want := []cem.Write{
+		{Key: "init.0", Value: "0123456789abcdef:k1.1", Acked: true},
+		{Key: "init.1", Value: "0123456789abcdef:k1.2", Acked: true},
+	}
+	if !slices.Equal(writes, want) {
+		t.Errorf("writes %v, want %v", writes, want)
+	}
+	snap, err := p.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range snap.Replicas {
+		if len(r.Data) != 2 || r.Data["init.0"] != want[0].Value || r.Data["init.1"] != want[1].Value {
+			t.Errorf("replica %d holds %v, want the two initial keys with the writes' values", i, r.Data)
+		}
+	}
+
+	refused := []struct{ name, drm, config, want string }{ // want "": not refused
+		{"no initial data", "qce", `workload = "update"`, `workload = "update" updates initial keys, and the etcd plugin's settings make none`},
+		{"link model", "slr", `workload = "update"`, `workload = "update" is for quorum models; DRM slr has a link model`},
+		{"unknown workload", "qce", `workload = "delete"`, `workload must be "create" or "update", got "delete"`},
+		{"the section wins over its preset", "qce", "preset = \"updates\"\nworkload = \"create\"\ninitial_keys = 1", ""},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			p := kit.New(memAbout(tt.drm), &memSystem{})
+			spec := cem.ClusterSpec{DRM: tt.drm, Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 6 * time.Second}
+			err := p.Start(ctx, spec)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { p.Teardown(context.Background()) })
+				rep, err := p.Apply(ctx, cem.Step{Transition: "D[0,1,1]"})
+				if err != nil || len(rep.Writes) != 1 || rep.Writes[0].Key != "k1.1" {
+					t.Errorf("D[0,1,1] wrote %v (%v), want a new key k1.1", rep.Writes, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start: %v, want an error saying %q", err, tt.want)
+			}
+		})
 	}
 }

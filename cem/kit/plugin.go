@@ -61,9 +61,19 @@ const teardownTimeout = 10 * time.Second
 // torn_writes (DRMs with power losses; default true): a power loss tears each file's last
 // unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
 // unsynced byte, and nothing else, as LazyFS's clear-cache does.
+//
+// workload (quorum models whose system is a Seeder): "create" (the default) makes each write
+// of a schedule a key of its own, k<step>.<j>; "update" makes write j of step s set initial key
+// (s+j-1) mod n of the n the Seeder wrote (the Modulo paper's ZooKeeper writes set one of five
+// keys), so that a stale copy of a key shows as an older value rather than as an extra key.
+// Every value is still the schedule's ID and the write's name, k<step>.<j>, so that no two
+// writes of a schedule have the same value.
 const (
 	DurableStartKey  = "durable_start"
 	TornWritesKey    = "torn_writes"
+	WorkloadKey      = "workload"
+	WorkloadCreate   = "create"
+	WorkloadUpdate   = "update"
 	BreakKey         = "break_realisation"
 	BreakLeaveBehind = "leave-behind"
 	BreakSkipRelink  = "skip-relink"
@@ -89,6 +99,7 @@ type Plugin struct {
 	conc    []int     // conc[a] is the concrete replica that realises abstract replica a
 	eng     engine
 	brk     string // the break_realisation value
+	update  bool   // workload = "update"
 	failed  error  // set when a step failed: the cluster no longer matches state
 	step    int    // index of the step being realised, -1 during Start
 	actions []cem.Action
@@ -177,7 +188,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	if p.aboutErr != nil {
 		return cem.Info{}, p.aboutErr
 	}
-	if _, err := p.configure(config); err != nil {
+	if _, err := p.configure(config, ""); err != nil {
 		return cem.Info{}, err
 	}
 	v, err := p.sys.Version(ctx)
@@ -222,14 +233,31 @@ var exeDigest = sync.OnceValue(func() string {
 	return sum[:12]
 })
 
-// configure hands the plugin's TOML section to the system and returns the kit's own
-// break_realisation value.
-func (p *Plugin) configure(data []byte) (kitConfig, error) {
+// configure hands the plugin's TOML section to the system and returns the kit's own keys, as
+// the section and the settings of its preset for drm (a Presetter's; drm empty: none) give
+// them.
+func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 	prefix := p.about.Name + " config: "
 	own := kitConfig{DurableStart: true, TornWrites: true}
 	ownMD, err := toml.Decode(string(data), &own)
 	if err != nil {
 		return kitConfig{}, errors.New(prefix + err.Error())
+	}
+	if ps, ok := p.sys.(Presetter); ok && drm != "" {
+		var named struct {
+			Preset string `toml:"preset"`
+		}
+		if _, err := toml.Decode(string(data), &named); err == nil && named.Preset != "" {
+			// The preset first, then the section again over it: the section's keys win. A
+			// preset that does not exist is the system's to refuse, by its name.
+			own = kitConfig{DurableStart: true, TornWrites: true}
+			if err := ps.Presets().Decode(named.Preset, drm, &own); err != nil {
+				own = kitConfig{DurableStart: true, TornWrites: true}
+			}
+			if _, err := toml.Decode(string(data), &own); err != nil {
+				return kitConfig{}, errors.New(prefix + err.Error())
+			}
+		}
 	}
 	notOwn := map[string]bool{} // the keys that the kit's own struct left
 	for _, k := range ownMD.Undecoded() {
@@ -269,6 +297,11 @@ func (p *Plugin) configure(data []byte) (kitConfig, error) {
 	default:
 		return kitConfig{}, fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
 	}
+	switch own.Workload {
+	case "", WorkloadCreate, WorkloadUpdate:
+	default:
+		return kitConfig{}, fmt.Errorf("%s%s must be %q or %q, got %q", prefix, WorkloadKey, WorkloadCreate, WorkloadUpdate, own.Workload)
+	}
 	return own, nil
 }
 
@@ -277,6 +310,7 @@ type kitConfig struct {
 	Break        string `toml:"break_realisation"`
 	DurableStart bool   `toml:"durable_start"`
 	TornWrites   bool   `toml:"torn_writes"`
+	Workload     string `toml:"workload"`
 }
 
 // newEngine picks the engine of d's model and checks that the system has what it needs; the
@@ -302,8 +336,14 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		if _, ok := p.sys.(Deleter); p.brk == BreakLoseWrite && !ok {
 			return nil, fmt.Errorf("%s = %q needs the system to implement kit.Deleter", BreakKey, BreakLoseWrite)
 		}
+		if _, ok := p.sys.(Seeder); p.update && !ok {
+			return nil, fmt.Errorf("%s = %q updates initial keys, and the %s plugin writes no initial data (kit.Seeder)", WorkloadKey, WorkloadUpdate, p.about.Name)
+		}
 		logs, _ := p.sys.(LogReader)
 		return &quorumEngine{p: p, q: q, logs: logs}, nil
+	}
+	if p.update {
+		return nil, fmt.Errorf("%s = %q is for quorum models; DRM %s has a link model", WorkloadKey, WorkloadUpdate, d.Name)
 	}
 	if p.brk == BreakLoseWrite {
 		return nil, fmt.Errorf("%s = %q is for quorum models; DRM %s has a link model, whose writes are not acknowledged as durable", BreakKey, BreakLoseWrite, d.Name)
@@ -383,11 +423,11 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	if spec.Dir == "" {
 		return p.errorf("start", errors.New("the cluster spec has no directory"))
 	}
-	own, err := p.configure(spec.Config)
+	own, err := p.configure(spec.Config, spec.DRM)
 	if err != nil {
 		return err
 	}
-	p.brk, p.durableStart, p.tornWrites = own.Break, own.DurableStart, own.TornWrites
+	p.brk, p.durableStart, p.tornWrites, p.update = own.Break, own.DurableStart, own.TornWrites, own.Workload == WorkloadUpdate
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = cem.DefaultStepTimeout
 	}
@@ -742,8 +782,13 @@ func isTimeout(err error) bool {
 
 // write writes key = value through r and waits for its answer, within the step timeout.
 func (p *Plugin) write(ctx context.Context, r *Replica, key, value string) error {
+	return p.writeWith(ctx, r, key, value, p.sys.Write)
+}
+
+// writeWith is write with put in place of the system's Write.
+func (p *Plugin) writeWith(ctx context.Context, r *Replica, key, value string, put func(context.Context, *Replica, string, string) error) error {
 	err := p.call(ctx, fmt.Sprintf("%s to accept write %s", r.Name, key), func(ctx context.Context) error {
-		return p.sys.Write(ctx, r, key, value)
+		return put(ctx, r, key, value)
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,13 @@ import (
 // over it.
 type Presets map[string]map[string]string
 
+// Presetter is implemented by a system whose presets may also set the kit's own keys
+// (workload, say): the kit applies the settings of the section's preset to its own keys as the
+// system does to its own, the section's keys winning.
+type Presetter interface {
+	Presets() Presets
+}
+
 // Decode decodes preset name's settings for drm into v. An unknown preset, or one without
 // settings for drm, is an error naming it; with drm empty (a configuration only being
 // checked, its DRM not known yet) only the name is checked.

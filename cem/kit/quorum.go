@@ -46,6 +46,9 @@ func (e *quorumEngine) start(ctx context.Context) error {
 	}
 	data := seeder.InitialData(e.p.c)
 	if len(data) == 0 {
+		if e.p.update {
+			return fmt.Errorf("%s = %q updates initial keys, and the %s plugin's settings make none", WorkloadKey, WorkloadUpdate, e.p.about.Name)
+		}
 		return nil
 	}
 	leader, err := e.leader(ctx)
@@ -178,8 +181,10 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 				receivers = append(receivers, p.replica(a))
 			}
 		}
-		key := p.key(j)
-		value := p.value(key)
+		key, value, err := e.nextWrite(j)
+		if err != nil {
+			return err
+		}
 		minority := len(receivers) < quorum
 		if minority {
 			if e.logs == nil {
@@ -193,7 +198,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 			wctx, cancel := context.WithCancel(ctx)
 			w := pendingWrite{key: key, cancel: cancel, done: make(chan error, 1)}
-			go func() { w.done <- p.sys.Write(wctx, leader, key, value) }()
+			go func() { w.done <- e.put(wctx, leader, key, value) }()
 			pending = append(pending, w)
 			p.sent(key, value, false)
 			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
@@ -203,7 +208,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 					return err
 				}
 			}
-			if err := p.write(ctx, leader, key, value); err != nil {
+			if err := p.writeWith(ctx, leader, key, value, e.put); err != nil {
 				return err
 			}
 		}
@@ -224,6 +229,28 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 		}
 	}
 	return nil
+}
+
+// nextWrite names the key and value of write j of the step: a new key, or with workload =
+// "update" an initial key, as the kit's doc comment (WorkloadKey) says.
+func (e *quorumEngine) nextWrite(j int) (key, value string, err error) {
+	name := e.p.key(j)
+	if !e.p.update {
+		return name, e.p.value(name), nil
+	}
+	data := e.p.sys.(Seeder).InitialData(e.p.c)
+	if len(data) == 0 {
+		return "", "", fmt.Errorf("%s = %q updates initial keys, and the %s plugin's settings make none", WorkloadKey, WorkloadUpdate, e.p.about.Name)
+	}
+	return data[(e.p.step+j-1)%len(data)].Key, e.p.value(name), nil
+}
+
+// put writes a step's write: through Update when the workload updates and the system has it.
+func (e *quorumEngine) put(ctx context.Context, r *Replica, key, value string) error {
+	if u, ok := e.p.sys.(Updater); ok && e.p.update {
+		return u.Update(ctx, r, key, value)
+	}
+	return e.p.sys.Write(ctx, r, key, value)
 }
 
 // awaitLogged waits until the write that cannot commit is in r's log.
