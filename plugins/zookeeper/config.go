@@ -34,8 +34,9 @@ type Config struct {
 	// leader's quorum check and of session timeouts.
 	TickTimeMS int `toml:"tick_time_ms"`
 	// InitLimit is zoo.cfg's initLimit in ticks: how long followers may take to connect to and
-	// sync with a new leader.
-	InitLimit int `toml:"init_limit"`
+	// sync with a new leader. Unset, resolve makes it 10, or 30 on 3.4, whose followers wait a
+	// fixed second before they retry a connection to a leader that was not listening yet.
+	InitLimit *int `toml:"init_limit"`
 	// SyncLimit is zoo.cfg's syncLimit in ticks: how long a follower may leave the leader without
 	// an answer before the leader drops it.
 	SyncLimit int `toml:"sync_limit"`
@@ -127,7 +128,6 @@ func DefaultConfig() Config {
 		JVMFlags:                  []string{"-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData"},
 		ClassDataSharing:          yes(),
 		TickTimeMS:                100,
-		InitLimit:                 10,
 		SyncLimit:                 5,
 		MinNotificationIntervalMS: 50,
 		MaxNotificationIntervalMS: 1000,
@@ -144,15 +144,15 @@ func DefaultConfig() Config {
 //
 // "paper" is what the Modulo paper says of its ZooKeeper campaigns (§3.1, Appendix A.1): three
 // replicas, Q/C/Z, and "initially, all 3 replicas are online and synchronized with an initial
-// key-value set", five keys in its running example. Not carried over, and why:
-//   - its writes set those keys' values (setData); the plugin's create new znodes, one per
-//     write, so that a write's presence on a replica says which replica holds it.
+// key-value set", five keys in its running example, whose values its writes set: five initial
+// znodes, and the kit's workload = "update" (each write a setData of one of them). Not carried
+// over, and why:
 //   - the release (3.4.11, 3.5.8, 3.7.0): jar_dir selects it; scripts/build-zookeeper builds
 //     3.4.11 and 3.7.0 (3.5.8's source is not here).
 //   - tick time, limits and snapshot settings: the paper does not give them; ZooKeeper's own
 //     pre_alloc_size_kb and snap_count stay, and the plugin's timing defaults.
 var presets = kit.Presets{
-	"paper": {"qcz": "initial_znodes = 5\n"},
+	"paper": {"qcz": "initial_znodes = 5\nworkload = \"update\"\n"},
 }
 
 // parseConfig decodes the section over the defaults and the settings of its preset for drm
@@ -174,7 +174,9 @@ func (c *Config) check() error {
 		}
 	}
 	positive("tick_time_ms", c.TickTimeMS)
-	positive("init_limit", c.InitLimit)
+	if c.InitLimit != nil {
+		positive("init_limit", *c.InitLimit)
+	}
 	positive("sync_limit", c.SyncLimit)
 	positive("min_notification_interval_ms", c.MinNotificationIntervalMS)
 	positive("max_notification_interval_ms", c.MaxNotificationIntervalMS)

@@ -18,7 +18,7 @@ func TestConfigure(t *testing.T) {
 	}{
 		{name: "empty gives the defaults", toml: "", check: func(t *testing.T, c Config) {
 			d := DefaultConfig()
-			if c.TickTimeMS != d.TickTimeMS || c.InitLimit != d.InitLimit || c.SyncLimit != d.SyncLimit ||
+			if c.TickTimeMS != d.TickTimeMS || c.InitLimit != nil || c.SyncLimit != d.SyncLimit ||
 				c.Java != "java" || c.JarDir != "/usr/share/java" || !*c.ClassDataSharing || c.LocalSessions != nil || !*c.ForceSync ||
 				c.PreAllocSizeKB != 65536 || c.SnapCount != 100000 || c.SnapshotSizeFactor != nil {
 				t.Errorf("got %+v", c)
@@ -47,7 +47,7 @@ initial_value_bytes = 1000
 `, check: func(t *testing.T, c Config) {
 			if c.Java != "/usr/lib/jvm/java-17-openjdk-amd64/bin/java" || c.JarDir != "/opt/zk" ||
 				len(c.JVMFlags) != 1 || c.JVMFlags[0] != "-Xmx64m" || *c.ClassDataSharing || c.CacheDir != "/tmp/cds" ||
-				c.TickTimeMS != 200 || c.InitLimit != 7 || c.SyncLimit != 3 || c.MinNotificationIntervalMS != 100 ||
+				c.TickTimeMS != 200 || *c.InitLimit != 7 || c.SyncLimit != 3 || c.MinNotificationIntervalMS != 100 ||
 				c.MaxNotificationIntervalMS != 400 || c.ElectionConnectTimeoutMS != 250 || c.LeaderConnectRetryMS != 20 || *c.LocalSessions ||
 				*c.ForceSync || c.PreAllocSizeKB != 4 || c.SnapCount != 2 || *c.SnapshotSizeFactor != -1 ||
 				c.InitialZnodes != 50 || c.InitialValueBytes != 1000 {
@@ -110,18 +110,21 @@ func TestConfigErrors(t *testing.T) {
 // TestResolve: unset local sessions follow the release, and a key the release cannot honour is
 // an error naming it and the release.
 func TestResolve(t *testing.T) {
-	on, off, factor := true, false, 0.5
+	on, off, factor, five := true, false, 0.5, 5
 	tests := []struct {
 		name, version string
 		local         *bool
 		factor        *float64
+		initLimit     *int
 		wantLocal     bool
+		wantInit      int
 		wantErr       string
 	}{
-		{name: "3.9 unset", version: "3.9.5", wantLocal: true},
-		{name: "3.8 off", version: "3.8.0-1", local: &off, wantLocal: false},
-		{name: "3.7 factor", version: "3.7.0", factor: &factor, wantLocal: true},
-		{name: "3.4 unset", version: "3.4.11", wantLocal: false},
+		{name: "3.9 unset", version: "3.9.5", wantLocal: true, wantInit: 10},
+		{name: "3.8 off", version: "3.8.0-1", local: &off, wantLocal: false, wantInit: 10},
+		{name: "3.7 factor", version: "3.7.0", factor: &factor, wantLocal: true, wantInit: 10},
+		{name: "3.4 unset", version: "3.4.11", wantLocal: false, wantInit: 30},
+		{name: "3.4 init_limit set", version: "3.4.11", initLimit: &five, wantLocal: false, wantInit: 5},
 		{name: "3.4 asked for local sessions", version: "3.4.11", local: &on, wantErr: "local_sessions: ZooKeeper 3.4.11 has none"},
 		{name: "3.4 factor", version: "3.4.11", factor: &factor, wantErr: "snapshot_size_factor: ZooKeeper 3.4.11 has none"},
 		{name: "no version", version: "trunk", wantErr: `ZooKeeper version "trunk" is not of the form`},
@@ -129,7 +132,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := DefaultConfig()
-			c.LocalSessions, c.SnapshotSizeFactor = tt.local, tt.factor
+			c.LocalSessions, c.SnapshotSizeFactor, c.InitLimit = tt.local, tt.factor, tt.initLimit
 			err := c.resolve(tt.version)
 			if tt.wantErr != "" {
 				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
@@ -140,8 +143,8 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *c.LocalSessions != tt.wantLocal {
-				t.Errorf("local sessions = %v, want %v", *c.LocalSessions, tt.wantLocal)
+			if *c.LocalSessions != tt.wantLocal || *c.InitLimit != tt.wantInit {
+				t.Errorf("local sessions = %v, init_limit = %d; want %v, %d", *c.LocalSessions, *c.InitLimit, tt.wantLocal, tt.wantInit)
 			}
 		})
 	}

@@ -38,6 +38,8 @@ var (
 	_ kit.SyncLogger   = (*system)(nil)
 	_ kit.SelfChecker  = (*system)(nil)
 	_ kit.Seeder       = (*system)(nil)
+	_ kit.Updater      = (*system)(nil)
+	_ kit.Presetter    = (*system)(nil)
 )
 
 // system is how the kit runs and talks to one ZooKeeper server.
@@ -131,6 +133,23 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	return sess.create(ctx, "/"+key, []byte(value))
 }
 
+// Update sets the znode "/"+key, which exists (an initial znode), to value through a session
+// with r alone: one setData transaction, for workload = "update".
+func (s *system) Update(ctx context.Context, r *kit.Replica, key, value string) error {
+	if l := s.lasting; l != nil && l.addr == r.Addr(0) {
+		return l.set(ctx, "/"+key, []byte(value))
+	}
+	sess, err := openSession(ctx, r.Addr(0))
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	return sess.set(ctx, "/"+key, []byte(value))
+}
+
+// Presets lets the kit apply a preset's settings of its own keys (the paper's workload).
+func (s *system) Presets() kit.Presets { return presets }
+
 // InitialData is initial_znodes znodes /init.<i>, each value the schedule's prefix padded to
 // initial_value_bytes.
 func (s *system) InitialData(c *kit.Cluster) []kit.KeyValue {
@@ -170,8 +189,8 @@ func (s *system) ReadAll(ctx context.Context, r *kit.Replica) (map[string]string
 	return sess.readTop(ctx)
 }
 
-// Logged tells whether r's transaction log on disk holds the create of key with value,
-// committed or not: what a restart recovers.
+// Logged tells whether r's transaction log on disk holds the create of key with value, or its
+// setData to value, committed or not: what a restart recovers.
 func (s *system) Logged(_ context.Context, r *kit.Replica, key, value string) (bool, error) {
 	return findWrite(dataDir(r), "/"+key, []byte(value))
 }
@@ -183,5 +202,5 @@ func (s *system) Holds(ctx context.Context, r *kit.Replica, key, value string) (
 	if ok || err != nil {
 		return ok, "", err
 	}
-	return false, fmt.Sprintf("no create of /%s in its txn log", key), nil
+	return false, fmt.Sprintf("no write of /%s = %q in its txn log", key, value), nil
 }

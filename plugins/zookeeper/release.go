@@ -29,8 +29,9 @@ func (r release) atLeast(major, minor int) bool {
 	return r.major > major || r.major == major && r.minor >= minor
 }
 
-// resolve fits the configuration to the release the jars are of: unset local_sessions become
-// what the release can do, and a key the release cannot honour is an error naming it.
+// resolve fits the configuration to the release the jars are of: unset local_sessions and
+// init_limit become what suits the release, and a key the release cannot honour is an error
+// naming it.
 func (c *Config) resolve(version string) error {
 	rel, err := parseRelease(version)
 	if err != nil {
@@ -39,6 +40,17 @@ func (c *Config) resolve(version string) error {
 	modern := rel.atLeast(3, 5)
 	if c.LocalSessions == nil {
 		c.LocalSessions = &modern
+	}
+	if c.InitLimit == nil {
+		// A 3.4 follower that finds its new leader not listening yet sleeps a fixed second
+		// before it tries again (Learner.connectToLeader; 3.5 made it
+		// leaderConnectDelayDuringRetryMs); a leader that waits only 1 s for its quorum then
+		// gives up and a new election starts, again and again (steps of 5 to 20 s measured).
+		limit := 10
+		if !modern {
+			limit = 30
+		}
+		c.InitLimit = &limit
 	}
 	switch {
 	case *c.LocalSessions && !modern:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,8 +31,12 @@ func builtJarDir(t *testing.T, v string) string {
 // jarDirConfig is the plugin's section that runs the jars of dir.
 func jarDirConfig(dir string) []byte { return []byte(fmt.Sprintf("jar_dir = %q\n", dir)) }
 
+// paperReleases are the releases the Modulo paper ran (3.5.8's source is not here).
+var paperReleases = []string{"3.4.11", "3.7.0"}
+
 // TestReleases runs the conformance suite on every release built from source: the plugin
-// reads each one's version and adapts to what it lacks.
+// reads each one's version and adapts to what it lacks. The paper's releases run with its
+// preset, whose writes set initial znodes (setData, through 3.4's global session too).
 func TestReleases(t *testing.T) {
 	for _, v := range builtReleases {
 		t.Run(v, func(t *testing.T) {
@@ -43,10 +48,14 @@ func TestReleases(t *testing.T) {
 			if info.ServerVersion != v {
 				t.Fatalf("the plugin reads version %q from %s, want %s", info.ServerVersion, dir, v)
 			}
+			config := jarDirConfig(dir)
+			if slices.Contains(paperReleases, v) {
+				config = append(config, "preset = \"paper\"\n"...)
+			}
 			plugintest.Run(t, plugintest.Config{
 				DRM:          "qcz",
 				New:          func() cem.CEM { return kit.New(about, &system{}) },
-				PluginConfig: jarDirConfig(dir),
+				PluginConfig: config,
 			})
 		})
 	}

@@ -38,7 +38,7 @@ func zooCfg(cfg *Config, r *kit.Replica, peers []*kit.Replica) string {
 	b.WriteString("# Written by modulo's zookeeper plugin; the server reads it at every (re)start.\n")
 	line := func(k string, v any) { fmt.Fprintf(&b, "%s=%v\n", k, v) }
 	line("tickTime", cfg.TickTimeMS)
-	line("initLimit", cfg.InitLimit)
+	line("initLimit", *cfg.InitLimit)
 	line("syncLimit", cfg.SyncLimit)
 	// Relative to the server's working directory, its replica directory (dataDir(r)), so that
 	// a failure folder's copy of the directory starts as it is.

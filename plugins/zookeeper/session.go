@@ -107,6 +107,15 @@ func (s *session) create(ctx context.Context, path string, data []byte) error {
 	})
 }
 
+// set sets the data of path, whatever its version, and waits for the result: on a leader, for
+// the write to commit.
+func (s *session) set(ctx context.Context, path string, data []byte) error {
+	return s.do(ctx, "set "+path, func() error {
+		_, err := s.conn.Set(path, data, -1)
+		return err
+	})
+}
+
 // delete deletes path, whatever its version, and waits for the result: on a leader, for the
 // delete to commit.
 func (s *session) delete(ctx context.Context, path string) error {

@@ -206,14 +206,15 @@ func readTxnLogs(dataDir string) ([]txnRecord, error) {
 	return all, nil
 }
 
-// findWrite tells whether a replica's logs hold the transaction that created path with data.
+// findWrite tells whether a replica's logs hold a transaction that created path with data or
+// set its data to data.
 func findWrite(dataDir, path string, data []byte) (bool, error) {
 	recs, err := readTxnLogs(dataDir)
 	if err != nil {
 		return false, err
 	}
 	for _, r := range recs {
-		if r.Path == path && string(r.Data) == string(data) && r.Type != opSetData {
+		if r.Path == path && string(r.Data) == string(data) {
 			return true, nil
 		}
 	}
