@@ -1,0 +1,198 @@
+package netns
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+)
+
+// needNamespaces skips a test where namespaces cannot be made, saying why, but for root (CI),
+// who can make them: there it is a failure.
+func needNamespaces(t *testing.T) {
+	t.Helper()
+	err := Available()
+	switch {
+	case err != nil && os.Geteuid() == 0:
+		t.Fatalf("root cannot make network namespaces: %v", err)
+	case err != nil:
+		t.Skipf("no network namespaces here: %v", err)
+	}
+}
+
+// listen starts an echo-once listener on host i's port, in its namespace.
+func listen(t *testing.T, nw *Network, i, port int) {
+	t.Helper()
+	var ln net.Listener
+	if err := nw.Do(i, func() (err error) {
+		ln, err = net.Listen("tcp", fmt.Sprintf(":%d", port))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "host %d\n", i)
+			c.Close()
+		}
+	}()
+}
+
+// dial connects to host i's port, from host from (-1: the plugin's namespace), and reads its
+// greeting.
+func dial(nw *Network, from, i, port int) (string, error) {
+	var c net.Conn
+	addr := net.JoinHostPort(nw.IP(i).String(), fmt.Sprint(port))
+	d := func() (err error) {
+		c, err = net.DialTimeout("tcp", addr, 500*time.Millisecond)
+		return err
+	}
+	var err error
+	if from < 0 {
+		err = d()
+	} else {
+		err = nw.Do(from, d)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	b, err := io.ReadAll(c)
+	return strings.TrimSpace(string(b)), err
+}
+
+// TestNetwork: every host listens on the same port at its own address; the plugin and every
+// other host reach it; a cut host is up and reachable by the plugin but not by its peers, both
+// ways, and mended it is reachable again; closed, nothing of the network is left.
+func TestNetwork(t *testing.T) {
+	needNamespaces(t)
+	nw, err := New(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	for i := range 3 {
+		listen(t, nw, i, 2181)
+	}
+	reach := func(from, to int, want bool) {
+		t.Helper()
+		got, err := dial(nw, from, to, 2181)
+		if want && (err != nil || got != fmt.Sprintf("host %d", to)) {
+			t.Errorf("from %d to host %d: %q, %v; want its greeting", from, to, got, err)
+		}
+		if !want && err == nil {
+			t.Errorf("from %d to host %d: %q; want no connection", from, to, got)
+		}
+	}
+	for from := -1; from < 3; from++ {
+		for to := range 3 {
+			reach(from, to, true)
+		}
+	}
+	if err := nw.Cut(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	reach(0, 2, false)
+	reach(2, 0, false)
+	reach(-1, 0, true)
+	reach(-1, 2, true)
+	reach(0, 1, true)
+	reach(1, 2, true)
+	if err := nw.Mend(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	reach(0, 2, true)
+	reach(2, 0, true)
+
+	uplink, subnet := nw.uplink, nw.Subnet
+	if err := nw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName(uplink); err == nil {
+		t.Errorf("uplink %s left after Close", uplink)
+	}
+	routes, _ := netlink.RouteList(nil, netlink.FAMILY_V4)
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.String() == subnet.String() {
+			t.Errorf("a route to %s left after Close", subnet)
+		}
+	}
+}
+
+// TestSubnets: networks made at once have subnets of their own.
+func TestSubnets(t *testing.T) {
+	needNamespaces(t)
+	seen := map[string]bool{}
+	for range 5 {
+		nw, err := New(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nw.Close()
+		if seen[nw.Subnet.String()] {
+			t.Errorf("subnet %s given twice", nw.Subnet)
+		}
+		seen[nw.Subnet.String()] = true
+	}
+}
+
+// TestKilledOwnerLeavesNothing: a process that made a network and was SIGKILLed leaves no
+// link behind (the kernel removes its namespaces): a plugin killed in the middle of a cluster.
+func TestKilledOwnerLeavesNothing(t *testing.T) {
+	needNamespaces(t)
+	if os.Getenv("NETNS_CHILD") != "" {
+		nw, err := New(2)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(nw.uplink)
+		time.Sleep(time.Minute)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledOwnerLeavesNothing$")
+	cmd.Env = append(os.Environ(), "NETNS_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var uplink string
+	if _, err := fmt.Fscanln(out, &uplink); err != nil || !strings.HasPrefix(uplink, "modulo") {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the child made no network: %q, %v", uplink, err)
+	}
+	if _, err := netlink.LinkByName(uplink); err != nil {
+		t.Fatalf("the child's uplink %s is not there while it runs: %v", uplink, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := netlink.LinkByName(uplink)
+		var notFound netlink.LinkNotFoundError
+		if errors.As(err, &notFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("uplink %s still there 5 s after its owner was killed (%v)", uplink, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
