@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // LeftoverTimeout bounds how long a SIGKILLed process group may take to end.
@@ -38,6 +40,9 @@ type ProcessSpec struct {
 	Path string   // the binary
 	Args []string // arguments after the binary
 	Env  []string // environment; nil inherits the plugin's
+	// NetNS, when not 0, is a file descriptor of the network namespace the process starts in
+	// (cem/netns); 0 starts it in the plugin's.
+	NetNS int
 }
 
 // Process is a server started by StartProcess: the leader of a process group of its own, in a
@@ -102,17 +107,35 @@ func StartProcess(spec ProcessSpec) (*Process, error) {
 	}
 
 	// Pdeathsig fires when the thread that forked the child exits, not the process: fork from
-	// a thread that stays locked for the call so the runtime cannot retire it under us.
-	runtime.LockOSThread()
-	ipc := ipcNamespaces()
-	cmd := command(ipc)
-	err = cmd.Start()
-	if ipc && errors.Is(err, syscall.EPERM) {
-		ipcRefused.Store(true)
-		cmd = command(false)
-		err = cmd.Start()
+	// a thread that stays locked for the call so the runtime cannot retire it under us. The
+	// fork runs on a goroutine of its own, whose thread ends with it when it cannot leave the
+	// server's network namespace, and the server with it.
+	forked := make(chan error, 1)
+	var cmd *exec.Cmd
+	go func() {
+		runtime.LockOSThread()
+		ipc := ipcNamespaces()
+		cmd = command(ipc)
+		err := inNetNS(spec.NetNS, func() error {
+			err := cmd.Start()
+			if ipc && errors.Is(err, syscall.EPERM) {
+				ipcRefused.Store(true)
+				cmd = command(false)
+				err = cmd.Start()
+			}
+			return err
+		})
+		var stuck *netNSError
+		if !errors.As(err, &stuck) {
+			runtime.UnlockOSThread()
+		}
+		forked <- err
+	}()
+	err = <-forked
+	var stuck *netNSError
+	if errors.As(err, &stuck) && cmd.Process != nil {
+		_ = cmd.Wait()
 	}
-	runtime.UnlockOSThread()
 	if err != nil {
 		if cg != "" {
 			_ = os.Remove(cg)
@@ -456,4 +479,34 @@ func killPidFile(ctx context.Context, path string) error {
 		return fmt.Errorf("pid file %s: %w", path, err)
 	}
 	return nil
+}
+
+// netNSError says that the thread could not go back to its network namespace.
+type netNSError struct{ err error }
+
+func (e *netNSError) Error() string {
+	return "back to the plugin's network namespace: " + e.err.Error()
+}
+func (e *netNSError) Unwrap() error { return e.err }
+
+// inNetNS runs start on the calling thread, which the caller has locked, in network namespace
+// fd (0: as it is), and puts the thread back in its own after; a *netNSError says it could
+// not, and the thread must not be unlocked.
+func inNetNS(fd int, start func() error) error {
+	if fd == 0 {
+		return start()
+	}
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return fmt.Errorf("this thread's network namespace: %w", err)
+	}
+	defer own.Close()
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter network namespace: %w", err)
+	}
+	err = start()
+	if back := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); back != nil {
+		return &netNSError{errors.Join(err, back)}
+	}
+	return err
 }

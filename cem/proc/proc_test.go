@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -518,5 +519,47 @@ func TestDetachMounts(t *testing.T) {
 	}
 	if got, _ := MountsUnder(beside); len(got) != 1 {
 		t.Errorf("the mount beside the directory is gone: %v", got)
+	}
+}
+
+// TestNetNS: a process started with NetNS runs in that network namespace, and the plugin's
+// threads stay in their own.
+func TestNetNS(t *testing.T) {
+	nw, err := netns.New(1)
+	if err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatalf("root cannot make network namespaces: %v", err)
+		}
+		t.Skipf("no network namespaces here: %v", err)
+	}
+	defer nw.Close()
+	want, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", nw.NS(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i := range 20 { // forks on many threads: none may stay in the server's namespace
+		p, err := StartProcess(ProcessSpec{Name: fmt.Sprintf("s%d", i), Dir: dir, Path: "/bin/sleep", Args: []string{"30"}, NetNS: nw.NS(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.Pid))
+		_ = p.Kill(context.Background())
+		if err != nil || got != want {
+			t.Fatalf("the server's network namespace is %s (%v), want %s", got, err, want)
+		}
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if ns, err := os.Readlink("/proc/self/task/" + task.Name() + "/ns/net"); err == nil && ns != own {
+			t.Errorf("thread %s of the plugin is in %s, not its own %s", task.Name(), ns, own)
+		}
 	}
 }
