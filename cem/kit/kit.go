@@ -57,6 +57,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
 
@@ -72,6 +73,11 @@ type About struct {
 	Declare []DRM
 	// PortsPerReplica is how many consecutive ports on 127.0.0.1 each replica gets.
 	PortsPerReplica int
+	// Ports are the system's ordinary ports, PortsPerReplica of them, which every replica
+	// listens on at an address of its own where each has a network namespace of its own (the
+	// kit's network = "namespaces"). A plugin that names them reads every address from its
+	// Replica (Host, Ports, Addr) and runs any process of its own in the replica's NetNS.
+	Ports []int
 	// Version is the plugin's version; empty means modulo's and the first 12 hex digits of the
 	// plugin binary's SHA-256 ("0.1.0+3f2a9c01b7de"): a rebuilt plugin is a new version.
 	Version string
@@ -323,7 +329,8 @@ type Cluster struct {
 	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
 	Replicas []*Replica      // by concrete index
 	p        *Plugin
-	logRead  map[int]int64 // how far loggedKinds has read each replica's log
+	logRead  map[int]int64  // how far loggedKinds has read each replica's log
+	net      *netns.Network // network = "namespaces": the replicas' hosts; nil on loopback
 }
 
 // loggedKinds names the lines that replica r's server has logged since the last call (since
@@ -425,7 +432,11 @@ type Replica struct {
 	Index int    // concrete index, 0..n-1, fixed for the cluster's life
 	Name  string // "<plugin>-<index>": names its directory, log and pid file
 	Dir   string // a directory of its own under the cluster's
-	Ports []int  // its PortsPerReplica ports on 127.0.0.1
+	Host  string // its address: 127.0.0.1, or its own in its network namespace
+	Ports []int  // its PortsPerReplica ports at Host
+	// NetNS is the file descriptor of its network namespace (proc.ProcessSpec.NetNS), 0 on
+	// loopback.
+	NetNS int
 	// Starts is how many times the server was started before the current start.
 	Starts int
 
@@ -446,8 +457,8 @@ type Replica struct {
 	broken bool
 }
 
-// Addr is "127.0.0.1:port" for the replica's k-th port.
-func (r *Replica) Addr(k int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Ports[k])) }
+// Addr is "host:port" for the replica's k-th port.
+func (r *Replica) Addr(k int) string { return net.JoinHostPort(r.Host, strconv.Itoa(r.Ports[k])) }
 
 // LogPath is the file that holds the server's stdout and stderr, every start appended.
 func (r *Replica) LogPath() string { return filepath.Join(r.Dir, r.Name+".log") }

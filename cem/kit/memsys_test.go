@@ -1011,3 +1011,22 @@ func TestUpdateWorkload(t *testing.T) {
 		})
 	}
 }
+
+// TestNetworkRefused: network = "namespaces" needs a plugin that names its system's ports,
+// and an unknown network is refused; each says so in one line.
+func TestNetworkRefused(t *testing.T) {
+	for _, tt := range []struct{ config, want string }{
+		{`network = "namespaces"`, `network = "namespaces": the etcd plugin names no ports of its own (kit.About.Ports)`},
+		{`network = "bridge"`, `network must be "loopback" or "namespaces", got "bridge"`},
+	} {
+		t.Run(tt.config, func(t *testing.T) {
+			p := kit.New(memAbout("qce"), &memSystem{})
+			spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 6 * time.Second}
+			err := p.Start(context.Background(), spec)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("Start: %v, want one line saying %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/powerfs"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
@@ -62,6 +63,11 @@ const teardownTimeout = 10 * time.Second
 // unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
 // unsynced byte, and nothing else, as LazyFS's clear-cache does.
 //
+// network: "loopback" (the default) runs every server on 127.0.0.1 at ports of the cluster's
+// block (ClusterSpec.BasePort); "namespaces" gives each replica a network namespace and an
+// address of its own (cem/netns), where its server listens on the system's ordinary ports
+// (About.Ports), and ends them with the cluster.
+//
 // workload (quorum models whose system is a Seeder): "create" (the default) makes each write
 // of a schedule a key of its own, k<step>.<j>; "update" makes write j of step s set initial key
 // (s+j-1) mod n of the n the Seeder wrote (the Modulo paper's ZooKeeper writes set one of five
@@ -69,18 +75,21 @@ const teardownTimeout = 10 * time.Second
 // Every value is still the schedule's ID and the write's name, k<step>.<j>, so that no two
 // writes of a schedule have the same value.
 const (
-	DurableStartKey  = "durable_start"
-	TornWritesKey    = "torn_writes"
-	WorkloadKey      = "workload"
-	WorkloadCreate   = "create"
-	WorkloadUpdate   = "update"
-	BreakKey         = "break_realisation"
-	BreakLeaveBehind = "leave-behind"
-	BreakSkipRelink  = "skip-relink"
-	BreakLoseWrite   = "lose-write"
-	BreakSkipWait    = "skip-wait"
-	ProbeKey         = "modulo-probe"
-	BehindKey        = "modulo-behind"
+	DurableStartKey   = "durable_start"
+	TornWritesKey     = "torn_writes"
+	NetworkKey        = "network"
+	NetworkLoopback   = "loopback"
+	NetworkNamespaces = "namespaces"
+	WorkloadKey       = "workload"
+	WorkloadCreate    = "create"
+	WorkloadUpdate    = "update"
+	BreakKey          = "break_realisation"
+	BreakLeaveBehind  = "leave-behind"
+	BreakSkipRelink   = "skip-relink"
+	BreakLoseWrite    = "lose-write"
+	BreakSkipWait     = "skip-wait"
+	ProbeKey          = "modulo-probe"
+	BehindKey         = "modulo-behind"
 )
 
 // Plugin is a cem.CEM built from a System: one cluster at a time.
@@ -297,6 +306,11 @@ func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 	default:
 		return kitConfig{}, fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
 	}
+	switch own.Network {
+	case "", NetworkLoopback, NetworkNamespaces:
+	default:
+		return kitConfig{}, fmt.Errorf("%s%s must be %q or %q, got %q", prefix, NetworkKey, NetworkLoopback, NetworkNamespaces, own.Network)
+	}
 	switch own.Workload {
 	case "", WorkloadCreate, WorkloadUpdate:
 	default:
@@ -311,6 +325,7 @@ type kitConfig struct {
 	DurableStart bool   `toml:"durable_start"`
 	TornWrites   bool   `toml:"torn_writes"`
 	Workload     string `toml:"workload"`
+	Network      string `toml:"network"`
 }
 
 // newEngine picks the engine of d's model and checks that the system has what it needs; the
@@ -439,17 +454,29 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
 	}
 	ppr := p.about.PortsPerReplica
-	if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
+	var nw *netns.Network
+	if own.Network == NetworkNamespaces {
+		if len(p.about.Ports) != ppr {
+			return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
+		}
+		if nw, err = netns.New(spec.Replicas, spec.Dir); err != nil {
+			return p.errorf("start", fmt.Errorf("%s = %q: %w", NetworkKey, NetworkNamespaces, err))
+		}
+	} else if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
 		return p.errorf("start", err)
 	}
 
-	c := &Cluster{Spec: spec, p: p}
+	c := &Cluster{Spec: spec, p: p, net: nw}
 	p.conc = make([]int, spec.Replicas)
 	for i := range spec.Replicas {
 		name := p.about.Name + "-" + strconv.Itoa(i)
-		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), link: aem.NoSource, startLink: aem.NoSource}
-		for k := range ppr {
-			r.Ports = append(r.Ports, spec.BasePort+i*ppr+k)
+		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), Host: "127.0.0.1", link: aem.NoSource, startLink: aem.NoSource}
+		if nw != nil {
+			r.Host, r.Ports, r.NetNS = nw.IP(i).String(), slices.Clone(p.about.Ports), nw.NS(i)
+		} else {
+			for k := range ppr {
+				r.Ports = append(r.Ports, spec.BasePort+i*ppr+k)
+			}
 		}
 		c.Replicas = append(c.Replicas, r)
 		p.conc[i] = i
@@ -683,6 +710,10 @@ func (p *Plugin) teardown(ctx context.Context) error {
 	}
 	wg.Wait()
 	errs[len(errs)-1] = errors.Join(p.unmountDisks(ctx), proc.KillLeftovers(p.c.Spec.Dir))
+	if nw := p.c.net; nw != nil && errs[len(errs)-1] == nil {
+		// Once no server is left in them, the namespaces go with their last handle.
+		errs[len(errs)-1] = nw.Close()
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s: teardown: %w", p.about.Name, err)
 	}

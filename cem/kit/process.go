@@ -32,7 +32,7 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Name, err)
 	}
-	proc, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env})
+	proc, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, NetNS: r.NetNS})
 	if err != nil {
 		return err
 	}

@@ -25,10 +25,13 @@
 package netns
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime"
 	"syscall"
 	"time"
@@ -47,11 +50,12 @@ var nowhere = net.HardwareAddr{0x02, 0x6d, 0x6f, 0x64, 0x00, 0x00}
 // Network is a cluster's hosts, each in a network namespace of its own.
 type Network struct {
 	// Subnet is the network's /24; Gateway its first address, the plugin's end of the uplink.
-	Subnet  *net.IPNet
-	Gateway net.IP
-	hub     netns.NsHandle
-	uplink  string // the uplink's name in the plugin's namespace
-	hosts   []host
+	Subnet     *net.IPNet
+	Gateway    net.IP
+	hub        netns.NsHandle
+	uplink     string // the uplink's name in the plugin's namespace, once made
+	uplinkName string
+	hosts      []host
 }
 
 type host struct {
@@ -63,16 +67,23 @@ type host struct {
 // Available says why this process cannot make networks of namespaces (not root, no
 // CAP_NET_ADMIN, a kernel without veth or bridges), or nil when it can.
 func Available() error {
-	nw, err := New(1)
+	nw, err := New(1, fmt.Sprintf("available %d %d", os.Getpid(), rand.Uint64()))
 	if err != nil {
 		return err
 	}
 	return nw.Close()
 }
 
-// New makes a network of n hosts.
-func New(n int) (nw *Network, err error) {
-	nw = &Network{hub: -1}
+// UplinkName is the name of the uplink of the network made for id, in the plugin's namespace:
+// a test that knows the cluster's id can tell whether its network is gone.
+func UplinkName(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "modulo" + hex.EncodeToString(sum[:4])
+}
+
+// New makes a network of n hosts for id (a cluster's directory), which names its uplink.
+func New(n int, id string) (nw *Network, err error) {
+	nw = &Network{hub: -1, uplinkName: UplinkName(id)}
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("network namespaces: %w", err), nw.Close())
@@ -153,11 +164,11 @@ func (nw *Network) connect(hub *netlink.Handle, br netlink.Link) error {
 		return err
 	}
 	nw.Gateway = hostIP(nw.Subnet, 1)
-	nw.uplink = fmt.Sprintf("modulo%08x", rand.Uint32())
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nw.uplink}, PeerName: "up", PeerNamespace: netlink.NsFd(nw.hub)}
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nw.uplinkName}, PeerName: "up", PeerNamespace: netlink.NsFd(nw.hub)}
 	if err := netlink.LinkAdd(veth); err != nil {
-		return fmt.Errorf("uplink %s: %w", nw.uplink, err)
+		return fmt.Errorf("uplink %s: %w", nw.uplinkName, err)
 	}
+	nw.uplink = nw.uplinkName
 	up, err := hub.LinkByName("up")
 	if err != nil {
 		return fmt.Errorf("uplink in the hub: %w", err)

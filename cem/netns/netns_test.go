@@ -79,7 +79,7 @@ func dial(nw *Network, from, i, port int) (string, error) {
 // ways, and mended it is reachable again; closed, nothing of the network is left.
 func TestNetwork(t *testing.T) {
 	needNamespaces(t)
-	nw, err := New(3)
+	nw, err := New(3, t.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +136,8 @@ func TestNetwork(t *testing.T) {
 func TestSubnets(t *testing.T) {
 	needNamespaces(t)
 	seen := map[string]bool{}
-	for range 5 {
-		nw, err := New(1)
+	for i := range 5 {
+		nw, err := New(1, fmt.Sprint(t.Name(), i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestSubnets(t *testing.T) {
 func TestKilledOwnerLeavesNothing(t *testing.T) {
 	needNamespaces(t)
 	if os.Getenv("NETNS_CHILD") != "" {
-		nw, err := New(2)
+		nw, err := New(2, t.Name())
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)

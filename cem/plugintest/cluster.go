@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -425,6 +427,9 @@ func (c *cluster) teardownChecked(t *testing.T) {
 	for _, m := range mounts {
 		t.Errorf("teardown left a mount at %s", m)
 	}
+	if up := netns.UplinkName(c.spec.Dir); linkExists(up) {
+		t.Errorf("teardown left the cluster's network (its uplink %s)", up)
+	}
 	for _, f := range c.shm {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("teardown left %s, shared memory a server of the cluster held: a killed server removes nothing there, and the host's memory fills with campaigns (give the server a file in its own directory)", f)
@@ -469,4 +474,10 @@ func BuildModulo(t testing.TB, plugins ...string) string {
 		goBuild(t, filepath.Join(dir, cem.PluginPrefix+name), module+"/plugins/"+name)
 	}
 	return dir
+}
+
+// linkExists tells whether the plugin's namespace has a link of that name.
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
 }

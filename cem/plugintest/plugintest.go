@@ -42,6 +42,7 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/oracle"
@@ -72,6 +73,10 @@ type Config struct {
 	PluginConfig []byte
 	// StepTimeout is every cluster's step timeout; zero means DefaultStepTimeout.
 	StepTimeout time.Duration
+	// Namespaces runs every cluster with the kit's network = "namespaces" (a replica a network
+	// of its own, on the system's ordinary ports): the teardown and plugin-death parts then
+	// check that the cluster's network went with it, in place of a busy port.
+	Namespaces bool
 	// NoServers says that the plugin's processes are stand-ins that start no real server (the
 	// kit's in-memory system): the suite then runs under go test -short too.
 	NoServers bool
@@ -117,6 +122,9 @@ func Run(t *testing.T, cfg Config) {
 	}
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
+	}
+	if cfg.Namespaces {
+		cfg.PluginConfig = append(slices.Clip(cfg.PluginConfig), "\nnetwork = \"namespaces\"\n"...)
 	}
 	s := &suite{cfg: cfg}
 	s.info = s.checkInfo(t, cfg.New())
@@ -275,8 +283,28 @@ func (s *suite) oracle(t *testing.T) {
 	t.Logf("reported: %s", d.Line())
 }
 
-// teardown checks Start with a busy port, and Teardown after a failed Start and after a step.
+// teardown checks Start with a busy port (on loopback), and Teardown after a failed Start and
+// after a step.
 func (s *suite) teardown(t *testing.T, first aem.Transition) {
+	if !s.cfg.Namespaces { // else a replica's ports are its own: none can be busy
+		s.busyPort(t)
+	}
+	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, []aem.Transition{first})
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if _, err := c.apply(t, 0, &first); err != nil {
+		t.Fatalf("step 1 %s: %v", first, err)
+	}
+	c.teardownChecked(t)
+	if len(c.groups) == 0 {
+		t.Error("the cluster directory never held a pid file: servers must be started with proc.StartProcess")
+	}
+}
+
+// busyPort checks that Start with a port of the cluster's block in use fails with one line
+// naming the port, and that Teardown after it leaves nothing.
+func (s *suite) busyPort(t *testing.T) {
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, nil)
 	busy := c.spec.BasePort + s.params.Replicas*s.info.Capabilities.PortsPerReplica - 1
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(busy)))
@@ -292,18 +320,6 @@ func (s *suite) teardown(t *testing.T, first aem.Transition) {
 		t.Errorf("start with port %d in use: error %q should be one line naming the port", busy, err)
 	}
 	c.teardownChecked(t)
-
-	c = s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, []aem.Transition{first})
-	if err := c.start(t); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	if _, err := c.apply(t, 0, &first); err != nil {
-		t.Fatalf("step 1 %s: %v", first, err)
-	}
-	c.teardownChecked(t)
-	if len(c.groups) == 0 {
-		t.Error("the cluster directory never held a pid file: servers must be started with proc.StartProcess")
-	}
 }
 
 // fault sends sig to one server's process group after Start, then realises the schedule: some
@@ -460,6 +476,14 @@ func (s *suite) pluginDeath(t *testing.T) {
 	}
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("after the sweep: %s", l)
+	}
+	if s.cfg.Namespaces {
+		// The namespaces were held by the plugin and its servers, all gone now.
+		if err := proc.WaitFor(context.Background(), pluginDeathTimeout, "the cluster's network to go with its plugin", func(context.Context) (bool, error) {
+			return !linkExists(netns.UplinkName(c.spec.Dir)), nil
+		}); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

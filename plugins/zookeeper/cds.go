@@ -145,7 +145,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 	defer os.RemoveAll(dir)
 	var train []*kit.Replica
 	for _, r := range c.Replicas {
-		train = append(train, &kit.Replica{Index: r.Index, Name: r.Name, Dir: filepath.Join(dir, r.Name), Ports: r.Ports})
+		train = append(train, &kit.Replica{Index: r.Index, Name: r.Name, Dir: filepath.Join(dir, r.Name), Host: r.Host, Ports: r.Ports, NetNS: r.NetNS})
 	}
 	var procs []*proc.Process
 	defer func() {
@@ -161,7 +161,7 @@ func (s *system) trainCDS(ctx context.Context, c *kit.Cluster, archive string) e
 		if i == 0 {
 			record = []string{"-XX:ArchiveClassesAtExit=" + archive}
 		}
-		p, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: s.in.java, Args: s.javaArgs(r, record)})
+		p, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: s.in.java, Args: s.javaArgs(r, record), NetNS: r.NetNS})
 		if err != nil {
 			return err
 		}

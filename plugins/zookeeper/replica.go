@@ -44,7 +44,7 @@ func zooCfg(cfg *Config, r *kit.Replica, peers []*kit.Replica) string {
 	// a failure folder's copy of the directory starts as it is.
 	line("dataDir", filepath.Base(dataDir(r)))
 	line("clientPort", r.Ports[0])
-	line("clientPortAddress", "127.0.0.1")
+	line("clientPortAddress", r.Host)
 	line("admin.enableServer", false) // its Jetty would need servlet-api.jar and a port
 	line("4lw.commands.whitelist", "*")
 	if *cfg.LocalSessions {
@@ -52,7 +52,7 @@ func zooCfg(cfg *Config, r *kit.Replica, peers []*kit.Replica) string {
 		line("localSessionsEnabled", true)
 	}
 	for _, p := range peers {
-		line("server."+strconv.Itoa(p.Index+1), fmt.Sprintf("127.0.0.1:%d:%d", p.Ports[1], p.Ports[2]))
+		line("server."+strconv.Itoa(p.Index+1), fmt.Sprintf("%s:%d:%d", p.Host, p.Ports[1], p.Ports[2]))
 	}
 	return b.String()
 }
