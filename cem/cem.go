@@ -106,6 +106,9 @@ type Write struct {
 	Acked      bool
 }
 
+// CutOff is the ObserveNetwork value of a replica that a partition cuts off from its peers.
+const CutOff = "cut off"
+
 // Observation is what the plugin observed of one replica (by abstract index) after a step.
 type Observation struct {
 	Replica int               `json:"replica"`
@@ -119,6 +122,7 @@ const (
 	ObserveEpoch    = "epoch"    // the leader's epoch or term, as the replica knows it
 	ObservePosition = "position" // the replica's position in the replicated log
 	ObserveSync     = "sync"     // how the replica was resynced since the last observation
+	ObserveNetwork  = "network"  // CutOff while a partition cuts the replica off from its peers
 )
 
 // Alarm is a problem that the system reports on a replica (by abstract index).

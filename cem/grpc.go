@@ -170,7 +170,7 @@ func specsPB(specs []DRMSpec) []*pb.DRMSpec {
 		out = append(out, &pb.DRMSpec{
 			Name: d.Name, Title: d.Title, Rules: d.Rules, System: d.System, Summary: d.Summary,
 			Ops: int64(d.Ops), Replicas: int64(d.Replicas), OpsRange: ints64(d.OpsRange), ReplicasRange: ints64(d.ReplicasRange),
-			PowerLoss: d.PowerLoss,
+			PowerLoss: d.PowerLoss, Partition: d.Partition,
 		})
 	}
 	return out
@@ -182,7 +182,7 @@ func specsOf(specs []*pb.DRMSpec) []DRMSpec {
 		out = append(out, DRMSpec{
 			Name: d.GetName(), Title: d.GetTitle(), Rules: d.GetRules(), System: d.GetSystem(), Summary: d.GetSummary(),
 			Ops: int(d.GetOps()), Replicas: int(d.GetReplicas()), OpsRange: ints(d.GetOpsRange()), ReplicasRange: ints(d.GetReplicasRange()),
-			PowerLoss: d.GetPowerLoss(),
+			PowerLoss: d.GetPowerLoss(), Partition: d.GetPartition(),
 		})
 	}
 	return out

@@ -34,6 +34,10 @@ type DRM struct {
 	// file system drops what it had not made durable (package cem/powerfs) before anything
 	// reads it again. Only rule sets that crash servers have it (quorum, crash-link).
 	PowerLoss bool
+	// Partition says that the DRM's crashes are partitions: the server stays up, cut off from
+	// every other replica (the plugin still reaches it), and a convergence that brings it back
+	// heals its links (package cem/netns). Only the quorum rules have it.
+	Partition bool
 	// Declared says that the plugin declares the DRM: it is not the built-in catalogue's, and
 	// its defaults are the plugin author's, not the paper's. PluginPath is where the plugin
 	// that declares it was found.
@@ -102,19 +106,27 @@ type Spec struct {
 	ReplicasRange []int `json:"replicas_range"`
 	// PowerLoss makes the DRM's crashes power losses (DRM.PowerLoss).
 	PowerLoss bool `json:"power_loss,omitempty"`
+	// Partition makes the DRM's crashes partitions (DRM.Partition).
+	Partition bool `json:"partition,omitempty"`
 }
 
 // DRM is the DRM that plugin declares with s, checked as Declare checks it.
 func (s Spec) DRM(plugin string) (DRM, error) {
 	d, err := Declare(plugin, s.Name, s.Title, s.Rules, s.System, s.Summary,
 		aem.Params{Ops: s.Ops, Replicas: s.Replicas}, s.OpsRange, s.ReplicasRange)
-	if err != nil || !s.PowerLoss {
+	if err != nil {
 		return d, err
 	}
-	if r := d.Model.Rules(); r != aem.QuorumRules && r != aem.CrashLinkRules {
+	r := d.Model.Rules()
+	switch {
+	case s.PowerLoss && s.Partition:
+		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: its crashes are power losses or partitions, not both", plugin, s.Name)
+	case s.PowerLoss && r != aem.QuorumRules && r != aem.CrashLinkRules:
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: power loss is a crash, and rule set %s crashes no server", plugin, s.Name, r)
+	case s.Partition && r != aem.QuorumRules:
+		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes only, not rule set %s's", plugin, s.Name, r)
 	}
-	d.PowerLoss = true
+	d.PowerLoss, d.Partition = s.PowerLoss, s.Partition
 	return d, nil
 }
 
@@ -124,7 +136,7 @@ func (d DRM) Spec() *Spec {
 		return nil
 	}
 	return &Spec{Name: d.Name, Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
-		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas, PowerLoss: d.PowerLoss}
+		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas, PowerLoss: d.PowerLoss, Partition: d.Partition}
 }
 
 // Resolver finds the DRMs that plugins declare.
@@ -179,6 +191,21 @@ var catalogue = []DRM{
 		Summary:  "the Q/C/E model with power losses: a crash drops what was not fsynced",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		PowerLoss: true,
+	},
+	{
+		// Not in the paper: Q/C/Z's schedules with every crash a partition; a minority write
+		// goes to a leader really cut off with its minority, and every divergence ends with
+		// every replica up and cut off from every other.
+		Name: "qnz", Title: "Q/N/Z", Model: aem.NewQuorum("Q/N/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Summary:  "the Q/C/Z model with partitions: a failed replica stays up, cut off from its peers",
+		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+		Partition: true,
+	},
+	{
+		Name: "qne", Title: "Q/N/E", Model: aem.NewQuorum("Q/N/E"), Plugin: "etcd", System: "etcd",
+		Summary:  "the Q/C/E model with partitions: a failed replica stays up, cut off from its peers",
+		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
+		Partition: true,
 	},
 	{
 		Name: "ssr", Title: "S/S/R", Model: aem.SSR, Plugin: "redis", System: "Redis",

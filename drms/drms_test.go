@@ -16,7 +16,7 @@ func TestLookup(t *testing.T) {
 		{"s/cl/r", "S/CL/R", ""},
 		{"slr", "S/L/R", ""},
 		{"ssr", "S/S/R", ""},
-		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcz, qpe, qpz, sclr, slr, ssr)`},
+		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
 	}
 	for _, tt := range tests {
 		d, err := Lookup(tt.name)
@@ -134,6 +134,39 @@ func TestSpecPowerLoss(t *testing.T) {
 	for _, name := range []string{"qpz", "qpe"} {
 		if d, err := Lookup(name); err != nil || !d.PowerLoss || d.Model.Rules() != aem.QuorumRules {
 			t.Errorf("Lookup(%s) = %+v, %v; want a quorum DRM with power losses", name, d, err)
+		}
+	}
+}
+
+// TestSpecPartition: a declared DRM's partitions survive the round trip through its Spec, only
+// on the quorum rules, and never with power losses.
+func TestSpecPartition(t *testing.T) {
+	tests := []struct {
+		rules     string
+		powerLoss bool
+		want      string
+	}{
+		{"quorum", false, ""},
+		{"crash-link", false, "partitions realise the quorum rules' crashes only"},
+		{"suspend", false, "partitions realise the quorum rules' crashes only"},
+		{"quorum", true, "power losses or partitions, not both"},
+	}
+	for _, tt := range tests {
+		s := Spec{Name: "qnx", Title: "Q/N/X", Rules: tt.rules, System: "X", Ops: 1, Replicas: 3, Partition: true, PowerLoss: tt.powerLoss}
+		d, err := s.DRM("x")
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("rules %s with partitions (power loss %v): %v, want an error saying %q", tt.rules, tt.powerLoss, err, tt.want)
+			}
+			continue
+		}
+		if err != nil || !d.Partition || !d.Spec().Partition || d.PowerLoss {
+			t.Errorf("rules %s with partitions: %+v, %v; want a DRM whose crashes are partitions", tt.rules, d, err)
+		}
+	}
+	for _, name := range []string{"qnz", "qne"} {
+		if d, err := Lookup(name); err != nil || !d.Partition || d.PowerLoss || d.Model.Rules() != aem.QuorumRules {
+			t.Errorf("Lookup(%s) = %+v, %v; want a quorum DRM with partitions", name, d, err)
 		}
 	}
 }

@@ -99,7 +99,11 @@ type Campaign struct {
 const DefaultShareBudget = 1 << 30
 
 // sharing tells whether the campaign shares prefixes.
-func (c *Campaign) sharing() bool { return c.Share && c.Info.Capabilities.Restore }
+// A partition DRM's divergences end with every server up: there is no point where a cluster
+// is all on disk to save.
+func (c *Campaign) sharing() bool {
+	return c.Share && c.Info.Capabilities.Restore && !c.Header.DRM.Partition
+}
 
 // Kept is a cluster that Campaign.Hold keeps up: its directory (a subdirectory per server,
 // with its log and pid file) and its ports on 127.0.0.1.

@@ -297,6 +297,15 @@ type Seeder interface {
 // KeyValue is one key of a Seeder's initial data.
 type KeyValue struct{ Key, Value string }
 
+// Isolation is implemented by a quorum system that can tell when a replica cut off by a
+// partition has seen it: for a DRM whose crashes are partitions, a divergence ends only once
+// every replica it cut off has (the failpoint's wait, between inject and recover). Without it,
+// a partition shorter than the system's own timeouts may pass unnoticed, and its convergence
+// resyncs nothing. Isolated must change nothing.
+type Isolation interface {
+	Isolated(ctx context.Context, c *Cluster, r *Replica) (ok bool, seen string, err error)
+}
+
 // Updater is implemented by a system whose Write makes a new key and cannot set one that
 // exists (ZooKeeper's create). With workload = "update" the kit calls Update, not Write, to set
 // an initial key to value: one transaction, like Write, so that a write that reaches only a
@@ -442,7 +451,8 @@ type Replica struct {
 
 	proc      *proc.Process // nil while down
 	suspended bool
-	link      int // the replica the server follows (link models), aem.NoSource for none
+	cut       bool // a partition cuts it off from every other replica
+	link      int  // the replica the server follows (link models), aem.NoSource for none
 	// startLink is the replica the server follows from its start: none, but for a system
 	// whose Relink configured a source that a restart keeps (PostgreSQL's standbys).
 	startLink int

@@ -127,9 +127,12 @@ type Plugin struct {
 	// replica's file systems, by concrete index, and diskUse what they had served at the
 	// last step's end. steps are the schedule's transitions so far, which seed the tears.
 	power, durableStart, tornWrites bool
-	disks                           [][]disk
-	diskUse                         powerfs.Stats
-	steps                           []string
+	// partitions says that crashes are partitions (drms.DRM.Partition), realised on the
+	// cluster's network (Cluster.net).
+	partitions bool
+	disks      [][]disk
+	diskUse    powerfs.Stats
+	steps      []string
 }
 
 // engine realises the transitions of one family of models.
@@ -454,12 +457,21 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
 	}
 	ppr := p.about.PortsPerReplica
+	switch {
+	case d.Partition && own.Network == NetworkLoopback:
+		return p.errorf("start", fmt.Errorf("DRM %s realises crashes as partitions, which need %s = %q", d.Name, NetworkKey, NetworkNamespaces))
+	case d.Partition:
+		own.Network = NetworkNamespaces
+	}
 	var nw *netns.Network
 	if own.Network == NetworkNamespaces {
 		if len(p.about.Ports) != ppr {
 			return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
 		}
 		if nw, err = netns.New(spec.Replicas, spec.Dir); err != nil {
+			if d.Partition {
+				return p.errorf("start", fmt.Errorf("DRM %s realises crashes as partitions, and this host cannot make the networks they need: %w", d.Name, err))
+			}
 			return p.errorf("start", fmt.Errorf("%s = %q: %w", NetworkKey, NetworkNamespaces, err))
 		}
 	} else if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
@@ -485,6 +497,7 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
 	p.power, p.disks, p.diskUse, p.steps = d.PowerLoss, nil, powerfs.Stats{}, nil
+	p.partitions = d.Partition
 	return nil
 }
 
@@ -602,6 +615,9 @@ func (p *Plugin) observe(ctx context.Context) []cem.Observation {
 			if err != nil {
 				fields = map[string]string{"error": err.Error()}
 			}
+		}
+		if r.cut {
+			fields[cem.ObserveNetwork] = cem.CutOff
 		}
 		if syncLogger {
 			sync, err := p.c.loggedKinds(r, sl.SyncLines())

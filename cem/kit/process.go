@@ -64,12 +64,62 @@ func (p *Plugin) restart(ctx context.Context, r *Replica) error {
 }
 
 // crash is a crash failure: it kills r's server (kill) and, when the DRM's crashes are power
-// losses, drops what r's file systems had not made durable.
+// losses, drops what r's file systems had not made durable; when they are partitions, it cuts
+// r off from its peers instead, its server left running.
 func (p *Plugin) crash(ctx context.Context, r *Replica) error {
+	if p.partitions {
+		return p.cutOff(r)
+	}
 	if err := p.kill(ctx, r); err != nil || !p.power {
 		return err
 	}
 	return p.powerLoss(ctx, r)
+}
+
+// cutOff partitions r from every other replica, both ways: r.cut holds for it until rejoin,
+// and a pair of replicas is cut exactly while one of them is.
+func (p *Plugin) cutOff(r *Replica) error {
+	if r.cut {
+		return nil
+	}
+	var from []string
+	for _, x := range p.c.Replicas {
+		if x == r || x.cut {
+			continue // cut already, since x is
+		}
+		if err := p.c.net.Cut(r.Index, x.Index); err != nil {
+			return err
+		}
+		from = append(from, x.Name)
+	}
+	r.cut = true
+	if len(from) == 0 {
+		p.act(r, "partitioned: cut off (every peer is cut off already)")
+	} else {
+		p.act(r, "partitioned: cut off from %s", strings.Join(from, ", "))
+	}
+	return nil
+}
+
+// rejoin heals r's links to every replica not cut off itself.
+func (p *Plugin) rejoin(r *Replica) error {
+	var with []string
+	for _, x := range p.c.Replicas {
+		if x == r || x.cut {
+			continue
+		}
+		if err := p.c.net.Mend(r.Index, x.Index); err != nil {
+			return err
+		}
+		with = append(with, x.Name)
+	}
+	r.cut = false
+	if len(with) == 0 {
+		p.act(r, "healed: its links are whole (no peer is reachable yet)")
+	} else {
+		p.act(r, "healed: reaches %s again", strings.Join(with, ", "))
+	}
+	return nil
 }
 
 // kill SIGKILLs r's server with every process it forked, and waits until they are gone.

@@ -69,8 +69,8 @@ func (e *quorumEngine) start(ctx context.Context) error {
 func (e *quorumEngine) check() error {
 	for a, on := range e.p.state.On {
 		r := e.p.replica(a)
-		if on != r.running() || r.suspended {
-			return fmt.Errorf("%s runs=%v suspended=%v, but abstract replica %d has online=%v", r.Name, r.running(), r.suspended, a, on)
+		if on != (r.running() && !r.suspended && !r.cut) {
+			return fmt.Errorf("%s runs=%v suspended=%v cut off=%v, but abstract replica %d has online=%v", r.Name, r.running(), r.suspended, r.cut, a, on)
 		}
 	}
 	return nil
@@ -85,7 +85,11 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 	var group []*Replica
 	for _, a := range t.Group {
 		r := e.p.replica(a)
-		if err := e.p.startServer(r); err != nil {
+		start := e.p.startServer
+		if e.p.partitions {
+			start = e.p.rejoin
+		}
+		if err := start(r); err != nil {
 			return err
 		}
 		group = append(group, r)
@@ -192,7 +196,12 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 					key, len(receivers), len(p.conc), p.about.Name)
 			}
 			for _, r := range crash {
-				if err := p.suspend(ctx, r); err != nil {
+				// Frozen, or cut off: either way it never sees the write.
+				fail := p.suspend
+				if p.partitions {
+					fail = func(_ context.Context, r *Replica) error { return p.cutOff(r) }
+				}
+				if err := fail(ctx, r); err != nil {
 					return err
 				}
 			}
@@ -227,6 +236,28 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 		if err := p.crash(ctx, r); err != nil {
 			return err
 		}
+	}
+	return e.awaitIsolated(ctx)
+}
+
+// awaitIsolated waits, for a DRM whose crashes are partitions, until every replica cut off has
+// seen that it is, as the system's Isolation tells.
+func (e *quorumEngine) awaitIsolated(ctx context.Context) error {
+	iso, ok := e.p.sys.(Isolation)
+	if !e.p.partitions || !ok {
+		return nil
+	}
+	for _, r := range e.p.c.Replicas {
+		if !r.cut {
+			continue
+		}
+		err := e.p.await(ctx, r.Name+" to see that it is cut off", []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+			return iso.Isolated(ctx, e.p.c, r)
+		})
+		if err != nil {
+			return err
+		}
+		e.p.act(r, "sees that it is cut off")
 	}
 	return nil
 }

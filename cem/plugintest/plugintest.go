@@ -123,15 +123,19 @@ func Run(t *testing.T, cfg Config) {
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
-	if cfg.Namespaces {
-		cfg.PluginConfig = append(slices.Clip(cfg.PluginConfig), "\nnetwork = \"namespaces\"\n"...)
-	}
 	s := &suite{cfg: cfg}
 	s.info = s.checkInfo(t, cfg.New())
 	d, err := s.lookup(cfg.DRM)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if d.Partition { // the kit runs a partition DRM in namespaces, whatever the table says
+		cfg.Namespaces = true
+	}
+	if cfg.Namespaces {
+		cfg.PluginConfig = append(slices.Clip(cfg.PluginConfig), "\nnetwork = \"namespaces\"\n"...)
+	}
+	s.cfg = cfg
 	s.drm, s.params = d, defaultParams(d, cfg.Params)
 	s.checkDRM(t)
 	s.callTimeout = cem.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
@@ -144,8 +148,13 @@ func Run(t *testing.T, cfg Config) {
 	if d.Model.Rules() == aem.QuorumRules {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
-	if s.info.Capabilities.Restore {
+	// A partition DRM's servers stay up through its divergences: nothing is all on disk to
+	// save, and the executor shares no prefix of it.
+	if s.info.Capabilities.Restore && !d.Partition {
 		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
+	}
+	if d.Partition {
+		t.Run("partition", func(t *testing.T) { s.partition(t, plan.Schedules[0].Steps) })
 	}
 	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
 	t.Run("crashed server", func(t *testing.T) { s.fault(t, syscall.SIGKILL, plan.Schedules[0].Steps) })
@@ -318,6 +327,51 @@ func (s *suite) busyPort(t *testing.T) {
 		t.Errorf("start succeeded although port %d was in use", busy)
 	case !strings.Contains(err.Error(), strconv.Itoa(busy)) || strings.Contains(err.Error(), "\n"):
 		t.Errorf("start with port %d in use: error %q should be one line naming the port", busy, err)
+	}
+	c.teardownChecked(t)
+}
+
+// partition realises a schedule of a partition DRM step by step: after each step every server
+// is alive (a partitioned replica stays up), the observations of exactly the replicas the model
+// has offline say that they are cut off, and the plugin reached every replica to observe it.
+// That a cut-off replica's peers cannot reach it is the network's (package cem/netns) to show;
+// here it shows as the minority writes that did not commit.
+func (s *suite) partition(t *testing.T, steps []aem.Transition) {
+	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, steps)
+	if err := c.start(t); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	state := s.drm.Model.Init(s.params)
+	for i := range steps {
+		rep, err := c.apply(t, i, &steps[i])
+		if err != nil {
+			t.Fatalf("step %d %s: %v", i+1, &steps[i], err)
+		}
+		_, state, _ = aem.Take(s.drm.Model, s.params, &state, &steps[i])
+		c.record(t)
+		for _, g := range c.groups {
+			if !proc.Alive(g.Pid) {
+				t.Errorf("after step %d %s: server %s (pid %d) is not running: a partition must leave it up", i+1, &steps[i], g.Path, g.Pid)
+			}
+		}
+		if len(rep.Observations) == 0 {
+			continue // the plugin observes nothing
+		}
+		seen := map[int]map[string]string{}
+		for _, o := range rep.Observations {
+			seen[o.Replica] = o.Fields
+		}
+		for a, on := range state.On {
+			f, ok := seen[a]
+			switch {
+			case !ok:
+				t.Errorf("after step %d %s: no observation of replica %d, which runs", i+1, &steps[i], a)
+			case f["error"] != "":
+				t.Errorf("after step %d %s: the plugin could not observe replica %d: %s", i+1, &steps[i], a, f["error"])
+			case (f[cem.ObserveNetwork] == cem.CutOff) == on:
+				t.Errorf("after step %d %s: replica %d is online=%v but observed %s=%q", i+1, &steps[i], a, on, cem.ObserveNetwork, f[cem.ObserveNetwork])
+			}
+		}
 	}
 	c.teardownChecked(t)
 }

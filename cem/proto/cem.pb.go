@@ -265,6 +265,7 @@ type DRMSpec struct {
 	OpsRange      []int64                `protobuf:"varint,8,rep,packed,name=ops_range,json=opsRange,proto3" json:"ops_range,omitempty"`
 	ReplicasRange []int64                `protobuf:"varint,9,rep,packed,name=replicas_range,json=replicasRange,proto3" json:"replicas_range,omitempty"`
 	PowerLoss     bool                   `protobuf:"varint,10,opt,name=power_loss,json=powerLoss,proto3" json:"power_loss,omitempty"`
+	Partition     bool                   `protobuf:"varint,11,opt,name=partition,proto3" json:"partition,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -365,6 +366,13 @@ func (x *DRMSpec) GetReplicasRange() []int64 {
 func (x *DRMSpec) GetPowerLoss() bool {
 	if x != nil {
 		return x.PowerLoss
+	}
+	return false
+}
+
+func (x *DRMSpec) GetPartition() bool {
+	if x != nil {
+		return x.Partition
 	}
 	return false
 }
@@ -1615,7 +1623,7 @@ const file_cem_proto_rawDesc = "" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
 	"\arestore\x18\x03 \x01(\bR\arestore\x12/\n" +
-	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\"\x8c\x02\n" +
+	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\"\xaa\x02\n" +
 	"\aDRMSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
@@ -1628,7 +1636,8 @@ const file_cem_proto_rawDesc = "" +
 	"\x0ereplicas_range\x18\t \x03(\x03R\rreplicasRange\x12\x1d\n" +
 	"\n" +
 	"power_loss\x18\n" +
-	" \x01(\bR\tpowerLoss\";\n" +
+	" \x01(\bR\tpowerLoss\x12\x1c\n" +
+	"\tpartition\x18\v \x01(\bR\tpartition\";\n" +
 	"\fStartRequest\x12+\n" +
 	"\x04spec\x18\x01 \x01(\v2\x17.modulo.cem.ClusterSpecR\x04spec\"\xf3\x01\n" +
 	"\vClusterSpec\x12\x10\n" +

@@ -122,3 +122,16 @@ func roundTrip(ctx context.Context, leader *kit.Replica) error {
 	defer sess.close()
 	return sess.sync(ctx, "/")
 }
+
+// Isolated tells whether r, cut off from its peers, has left its quorum: a follower or leader
+// that lost its quorum goes back to leader election and serves no requests.
+func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (bool, string, error) {
+	st, err := srvr(ctx, r.Addr(0))
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if st.Serving {
+		return false, "still serving as " + st.Mode, nil
+	}
+	return true, "", nil
+}

@@ -110,14 +110,19 @@ func TestSchedules(t *testing.T) {
 }
 
 // TestNamespaces runs the conformance suite with every replica in a network namespace of its
-// own, listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address.
+// own, listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address: on Q/C/Z, and
+// on Q/N/Z, whose crashes are partitions.
 func TestNamespaces(t *testing.T) {
-	plugintest.Run(t, plugintest.Config{
-		DRM:        "qcz",
-		New:        func() cem.CEM { return kit.New(about, &system{}) },
-		Binary:     plugintest.Build(t, "."),
-		Namespaces: true,
-	})
+	for _, drm := range []string{"qcz", "qnz"} {
+		t.Run(drm, func(t *testing.T) {
+			plugintest.Run(t, plugintest.Config{
+				DRM:        drm,
+				New:        func() cem.CEM { return kit.New(about, &system{}) },
+				Binary:     plugintest.Build(t, "."),
+				Namespaces: true,
+			})
+		})
+	}
 }
 
 // TestVersion: the version read from zookeeper.jar is the one the running server reports.
