@@ -18,6 +18,16 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformancePartition runs the suite on Q/N/E, every crash a partition: every member in
+// a network namespace of its own, on etcd's own ports.
+func TestConformancePartition(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qne",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}
+
 // TestConformancePowerLoss runs the suite on Q/P/E, every crash a power loss: the kit's file
 // systems under every member's data directory, restored clusters and the plugin's death with
 // them mounted.

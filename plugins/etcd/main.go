@@ -1,5 +1,6 @@
 // Command modulo-plugin-etcd is modulo's etcd plugin: it realises the quorum model on a cluster
-// of etcd members (Debian's etcd-server 3.4), each on 127.0.0.1 with a client and a peer port.
+// of etcd members (Debian's etcd-server 3.4), each on 127.0.0.1 with a client and a peer port,
+// or, with the kit's network = "namespaces" (Q/N/E), at an address of its own on 2379 and 2380.
 // It is built from package kit, as docs/writing-a-plugin.md builds it step by step: it says how
 // to start a member, write and read keys through etcd's JSON gateway (/v3/kv/...), find the
 // leader and tell whether the members have caught up (/v3/maintenance/status), and whether a
@@ -21,7 +22,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe"}, PortsPerReplica: 2}
+var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}}
 
 func main() { kit.Serve(about, &system{}) }
 
@@ -183,6 +184,20 @@ func (s *system) Leader(ctx context.Context, _ *kit.Cluster, online []*kit.Repli
 		return nil, seen, nil
 	}
 	return online[l], "", nil
+}
+
+// Isolated tells whether r, cut off from its peers, has lost its leader: a follower that
+// heard from no leader for an election timeout campaigns, and a leader that heard from no
+// quorum steps down (etcd's CheckQuorum); either follows no leader.
+func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (bool, string, error) {
+	var st status
+	if err := s.call(ctx, r, "/v3/maintenance/status", struct{}{}, &st); err != nil {
+		return false, err.Error(), nil
+	}
+	if st.Leader != "" && st.Leader != "0" {
+		return false, "still follows leader " + st.Leader, nil
+	}
+	return true, "", nil
 }
 
 // Logged looks for the value, which is unique to the write, in r's write-ahead log: etcd
