@@ -682,6 +682,11 @@ func (p *Plugin) Read(ctx context.Context) (cem.Snapshot, error) {
 		case r.suspended:
 			d.Err = r.Name + " is suspended"
 			continue
+		case r.cut:
+			// Offline in the model, as a crashed replica is: never compared, and a system that
+			// serves no reads without its quorum (ZooKeeper) would hold the read to the timeout.
+			d.Err = r.Name + " is cut off by a partition"
+			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
 		data, err := p.sys.ReadAll(rctx, r)

@@ -1,6 +1,8 @@
 // Command modulo-plugin-nats is modulo's NATS JetStream plugin: it realises the DRM Q/C/N, the
 // Q/C/Z model on one replicated JetStream stream, on a cluster of nats-server processes (Debian's
-// 2.9.10) on 127.0.0.1, each with a client, a route and a monitoring port and a store of its own.
+// 2.9.10) on 127.0.0.1, each with a client, a route and a monitoring port and a store of its own,
+// or, with the kit's network = "namespaces" (Q/N/N), at an address of its own on 4222, 6222 and
+// 8222.
 // It is built from package kit: it says how to start a server, publish a write to the stream,
 // read what one server's store holds, find the stream's leader and tell whether the servers
 // hold the same stream; the kit does the rest. README.md tells how each step is realised.
@@ -34,8 +36,15 @@ var about = kit.About{
 		Name: "qpn", Title: "Q/P/N", Rules: "quorum", System: "NATS JetStream", PowerLoss: true,
 		Summary: "the Q/C/N model with power losses: a crash drops what was not fsynced",
 		Ops:     2, Replicas: 3, OpsRange: []int{1, 2, 3}, ReplicasRange: []int{3, 5},
+	}, {
+		Name: "qnn", Title: "Q/N/N", Rules: "quorum", System: "NATS JetStream", Partition: true,
+		Summary: "the Q/C/N model with partitions: a failed server stays up, cut off from its peers",
+		Ops:     2, Replicas: 3, OpsRange: []int{1, 2, 3}, ReplicasRange: []int{3, 5},
 	}},
 	PortsPerReplica: 3,
+	// nats-server's own client, route and monitoring ports, where each replica has an address
+	// of its own (network = "namespaces", Q/N/N).
+	Ports: []int{4222, 6222, 8222},
 }
 
 func main() { kit.Serve(about, &system{}) }
@@ -43,6 +52,7 @@ func main() { kit.Serve(about, &system{}) }
 // The interfaces the kit finds by assertion: a wrong signature would silently leave one out.
 var (
 	_ kit.Configurable = (*system)(nil)
+	_ kit.Isolation    = (*system)(nil)
 	_ kit.Preparer     = (*system)(nil)
 	_ kit.Quorum       = (*system)(nil)
 	_ kit.LogReader    = (*system)(nil)
@@ -126,7 +136,7 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 		}
 	}
 	args := []string{
-		"--name", r.Name, "--addr", "127.0.0.1", "--port", strconv.Itoa(r.Ports[clientPort]),
+		"--name", r.Name, "--addr", r.Host, "--port", strconv.Itoa(r.Ports[clientPort]),
 		"--http_port", strconv.Itoa(r.Ports[monitorPort]),
 		"--cluster_name", "modulo", "--cluster", "nats://" + r.Addr(routePort), "--routes", strings.Join(routes, ","),
 		"--jetstream", "--store_dir", filepath.Join(r.Dir, "store"), "--debug",
@@ -268,6 +278,19 @@ func views(ctx context.Context, online []*kit.Replica) ([]view, string) {
 		vs = append(vs, view{r: r, meta: j.metaLeader(), stream: j.stream()})
 	}
 	return vs, ""
+}
+
+// Isolated tells whether r, cut off from its peers, has lost the stream's leader: a follower
+// that heard from no leader campaigns, and a leader that lost its quorum steps down.
+func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (bool, string, error) {
+	j, err := readJsz(ctx, r)
+	if err != nil {
+		return false, err.Error(), nil
+	}
+	if l := j.stream().leader(); l != "" {
+		return false, "still follows " + l + " as the stream's leader", nil
+	}
+	return true, "", nil
 }
 
 // Leader is the server that every online server follows as the stream's leader.

@@ -14,8 +14,9 @@ import (
 // uncommitted write of a crashed leader that it applies once it rejoins (the failure kept in
 // testdata/uncommitted-applied.txt).
 var known = map[string]string{
-	"7609f891f77c97b3": "testdata/uncommitted-applied.txt", // three replicas
-	"9b550ebe52cdbb1c": "testdata/uncommitted-applied.txt", // five: the same steps
+	"7609f891f77c97b3": "testdata/uncommitted-applied.txt",           // three replicas
+	"9b550ebe52cdbb1c": "testdata/uncommitted-applied.txt",           // five: the same steps
+	"8132f2224cb02f8a": "testdata/uncommitted-applied-partition.txt", // Q/N/N: partitions, no crash
 }
 
 // TestConformance runs modulo's conformance suite on real JetStream clusters of three and five
@@ -36,4 +37,18 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestConformancePartition runs the suite on Q/N/N, every crash a partition: every server in a
+// network namespace of its own, on nats-server's own ports.
+func TestConformancePartition(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qnn",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+		// Elections, as in TestConformance, and a healed server whose term rose while it was cut
+		// off deposes the leader it rejoins: 45 s to converge seen under load.
+		StepTimeout: 2 * time.Minute,
+		Known:       known,
+	})
 }

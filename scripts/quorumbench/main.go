@@ -6,6 +6,7 @@
 //
 //	scripts/setup && go run ./scripts/quorumbench                    # qcn, qcz, qce at ops=1
 //	go run ./scripts/quorumbench -ops 2 -workers 2
+//	go run ./scripts/quorumbench -drms qcz,qnz,qce,qne -ops 2        # a partition step against a crash step
 package main
 
 import (
