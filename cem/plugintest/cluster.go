@@ -130,6 +130,9 @@ func FreePorts(t testing.TB, n int) int {
 // ports reserves a cluster's ports: with FreePorts, unless the plugin starts no real server.
 func (s *suite) ports(t *testing.T, n int) int {
 	t.Helper()
+	if s.cfg.Namespaces { // every replica listens on the system's ports, in a network of its own
+		return 0
+	}
 	if s.cfg.NoServers {
 		return ReservePorts(t, n)
 	}
@@ -369,6 +372,9 @@ func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
 // strays says, once each, which ports outside the cluster's the process groups of files listen
 // on.
 func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
+	if c.s.cfg.Namespaces { // no port of a replica's namespace is anyone else's
+		return nil, nil
+	}
 	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1
 	listens, err := proc.GroupListens(groups(files)...)
 	if err != nil {

@@ -38,7 +38,7 @@ func (s *suite) restore(t *testing.T, plan Plan) {
 	}
 	save := t.TempDir()
 
-	a := s.newCluster(t, p, nil, steps)
+	a := s.newCluster(t, p, s.cfg.PluginConfig, steps)
 	if err := a.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -61,7 +61,7 @@ func (s *suite) restore(t *testing.T, plan Plan) {
 	fromScratch := s.runOn(t, "the saved run", a, steps, k)
 	a.teardownChecked(t)
 
-	b := s.newCluster(t, p, nil, steps)
+	b := s.newCluster(t, p, s.cfg.PluginConfig, steps)
 	b.spec.BasePort = a.spec.BasePort // a server may have stored its peers' addresses
 	texts := make([]string, k)
 	for i := range texts {
