@@ -126,29 +126,27 @@ func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 // itself writes no transaction, so a write that reaches only a minority needs nothing else
 // to commit before it is sent.
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
-	if l := s.lasting; l != nil && l.addr == r.Addr(0) {
-		return l.create(ctx, "/"+key, []byte(value))
-	}
-	sess, err := openSession(ctx, r.Addr(0))
-	if err != nil {
-		return err
-	}
-	defer sess.close()
-	return sess.create(ctx, "/"+key, []byte(value))
+	return s.writeThrough(ctx, r, func(sess *session) error { return sess.create(ctx, "/"+key, []byte(value)) })
 }
 
 // Update sets the znode "/"+key, which exists (an initial znode), to value through a session
 // with r alone: one setData transaction, for workload = "update".
 func (s *system) Update(ctx context.Context, r *kit.Replica, key, value string) error {
+	return s.writeThrough(ctx, r, func(sess *session) error { return sess.set(ctx, "/"+key, []byte(value)) })
+}
+
+// writeThrough runs a write on the divergence's lasting session when it is r's (global
+// sessions), else on a session with r opened for it.
+func (s *system) writeThrough(ctx context.Context, r *kit.Replica, write func(*session) error) error {
 	if l := s.lasting; l != nil && l.addr == r.Addr(0) {
-		return l.set(ctx, "/"+key, []byte(value))
+		return write(l)
 	}
 	sess, err := openSession(ctx, r.Addr(0))
 	if err != nil {
 		return err
 	}
 	defer sess.close()
-	return sess.set(ctx, "/"+key, []byte(value))
+	return write(sess)
 }
 
 // Presets lets the kit apply a preset's settings of its own keys (the paper's workload).
