@@ -93,6 +93,9 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 					if sync := o[cem.ObserveSync]; sync != "" {
 						c.Events = append(c.Events, "sync "+sync)
 					}
+					if o[cem.ObserveNetwork] == cem.CutOff {
+						c.Events = append(c.Events, "partitioned: cut off from its peers")
+					}
 					acts = append(acts, "observed: "+fieldsText(o))
 				}
 			}
