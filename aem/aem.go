@@ -31,7 +31,8 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Failure is how a divergence fails one replica (S/CL/R only).
+// Failure is how a divergence fails one replica (S/CL/R, and the quorum model whose replicas
+// crash or are cut off).
 type Failure uint8
 
 const (
@@ -42,6 +43,9 @@ const (
 	FailNone
 	// FailCrash kills the replica.
 	FailCrash
+	// FailPartition cuts the replica off from every other, its server left running (the
+	// crash-partition rules).
+	FailPartition
 )
 
 // Resync is how a convergence brings data back (S/CL/R distinguishes them).
@@ -115,7 +119,7 @@ func (p Params) Validate() error {
 }
 
 // State is an abstract state. Models that do not track links leave Src nil; Crashed is only
-// used by S/CL/R.
+// used by the models whose divergences say how a replica fails (S/CL/R, crash-partition).
 type State struct {
 	Left    int    // writes not yet injected
 	RS      []int  // abstract version per replica
@@ -195,10 +199,10 @@ func AllDown(m Model, s *State) bool {
 		return false
 	}
 	switch {
-	case !m.Links():
-		return true
 	case m.FailureKinds():
 		return !slices.Contains(s.Crashed, false)
+	case !m.Links():
+		return true
 	}
 	return false
 }

@@ -24,10 +24,17 @@ const (
 	SuspendRules   Rules = "suspend"    // S/S/R: suspend failures, resync over links
 	LinkRules      Rules = "link"       // S/L/R: link failures on a replication chain
 	CrashLinkRules Rules = "crash-link" // S/CL/R: crash and link failures, online and offline resync
+	// CrashPartitionRules: the quorum rules with each failing replica crashed or cut off by a
+	// partition (not in the paper).
+	CrashPartitionRules Rules = "crash-partition"
 )
 
+// Quorum tells whether rules r have a quorum and automatic resync (the quorum rules and
+// crash-partition).
+func (r Rules) Quorum() bool { return r == QuorumRules || r == CrashPartitionRules }
+
 // AllRules lists the rule sets.
-var AllRules = []Rules{QuorumRules, SuspendRules, LinkRules, CrashLinkRules}
+var AllRules = []Rules{QuorumRules, SuspendRules, LinkRules, CrashLinkRules, CrashPartitionRules}
 
 // ParseRules reads a rule set by its name, or by the short name of the paper's model that
 // uses it (qcz, ssr, slr, sclr), ignoring case.
@@ -41,8 +48,10 @@ func ParseRules(name string) (Rules, error) {
 		return LinkRules, nil
 	case "crash-link", "sclr":
 		return CrashLinkRules, nil
+	case "crash-partition":
+		return CrashPartitionRules, nil
 	}
-	return "", fmt.Errorf("unknown rule set %q (quorum or qcz, suspend or ssr, link or slr, crash-link or sclr)", name)
+	return "", fmt.Errorf("unknown rule set %q (quorum or qcz, suspend or ssr, link or slr, crash-link or sclr, crash-partition)", name)
 }
 
 // New returns the model of rule set r under title.
@@ -53,6 +62,8 @@ func New(r Rules, title string) (Model, error) {
 	switch r {
 	case QuorumRules:
 		return NewQuorum(title), nil
+	case CrashPartitionRules:
+		return NewCrashPartition(title), nil
 	case SuspendRules:
 		return Redis{variant: Suspend, name: title}, nil
 	case LinkRules:

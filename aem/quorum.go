@@ -6,29 +6,55 @@ import (
 )
 
 // Quorum is the model of Q/C/Z and Q/C/M: crash failures, a quorum of n div 2 + 1 for writes,
-// every replica crashed at the end of each divergence, recovery by automatic resync.
-type Quorum struct{ name string }
+// every replica crashed at the end of each divergence, recovery by automatic resync. With
+// crash-partition rules (mixed), each replica a divergence fails is crashed or cut off by a
+// partition (Transition.Failures, c or p), State.Crashed remembers which until it comes back,
+// and a convergence tells the two apart (docs/aem.md).
+type Quorum struct {
+	name  string
+	mixed bool
+}
 
 // NewQuorum returns the quorum model under the given name ("Q/C/Z" or "Q/C/M": one AEM, two
 // systems).
 func NewQuorum(name string) Quorum { return Quorum{name: name} }
 
-func (q Quorum) Name() string               { return q.name }
-func (Quorum) Rules() Rules                 { return QuorumRules }
+// NewCrashPartition returns the quorum model whose failing replicas are crashed or cut off.
+func NewCrashPartition(name string) Quorum { return Quorum{name: name, mixed: true} }
+
+func (q Quorum) Name() string { return q.name }
+func (q Quorum) Rules() Rules {
+	if q.mixed {
+		return CrashPartitionRules
+	}
+	return QuorumRules
+}
 func (q Quorum) StepsMatter() bool          { return false }
 func (q Quorum) Links() bool                { return false }
-func (q Quorum) FailureKinds() bool         { return false }
+func (q Quorum) FailureKinds() bool         { return q.mixed }
 func (Quorum) Complete(Params, *State) bool { return true }
 
-func (Quorum) Init(p Params) State {
-	return State{Left: p.Ops, RS: make([]int, p.Replicas), On: allTrue(p.Replicas)}
+func (q Quorum) Init(p Params) State {
+	s := State{Left: p.Ops, RS: make([]int, p.Replicas), On: allTrue(p.Replicas)}
+	if q.mixed {
+		s.Crashed = make([]bool, p.Replicas)
+	}
+	return s
 }
 
 func quorum(n int) int { return n/2 + 1 }
 
 func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 	if s.Left > 0 && s.Online() >= quorum(p.Replicas) {
-		layouts(s, func(w []int) { out = append(out, Transition{Kind: Divergence, Writes: w}) })
+		layouts(s, func(w []int) {
+			if !q.mixed {
+				out = append(out, Transition{Kind: Divergence, Writes: w})
+				return
+			}
+			failures(s, w, func(f []Failure) {
+				out = append(out, Transition{Kind: Divergence, Writes: w, Failures: f})
+			})
+		})
 	}
 	if s.AllOnline() {
 		return out
@@ -37,9 +63,51 @@ func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 	if s.Online() >= quorum(p.Replicas) {
 		return append(out, Transition{Kind: Convergence, Group: offline})
 	}
-	groups(offline, quorum(p.Replicas)-s.Online(), len(offline), func(i int) string { return strconv.Itoa(s.RS[i]) },
+	// Offline replicas are symmetric when they have one version and, mixed, fail alike.
+	key := func(i int) string {
+		k := strconv.Itoa(s.RS[i])
+		if q.mixed && s.Crashed[i] {
+			k += "c"
+		}
+		return k
+	}
+	groups(offline, quorum(p.Replicas)-s.Online(), len(offline), key,
 		func(g []int) { out = append(out, Transition{Kind: Convergence, Group: g}) })
 	return out
+}
+
+// failures calls fn with every way to fail the online replicas of layout w, up to symmetry:
+// each replica is crashed (c) or cut off (p), the offline ones are not in the layout (-). The
+// online replicas that w gives the same number of writes are alike, so only how many of them
+// crash matters: the first k of each such run (ascending) crash, the others are cut off.
+func failures(s *State, w []int, fn func(f []Failure)) {
+	on := onlineReplicas(s)
+	var runs [][]int // runs of online replicas with equal writes, in ascending order
+	for k, i := range on {
+		if k > 0 && w[i] == w[on[k-1]] {
+			runs[len(runs)-1] = append(runs[len(runs)-1], i)
+		} else {
+			runs = append(runs, []int{i})
+		}
+	}
+	f := make([]Failure, len(w))
+	var rec func(r int)
+	rec = func(r int) {
+		if r == len(runs) {
+			fn(slices.Clone(f))
+			return
+		}
+		for crashed := 0; crashed <= len(runs[r]); crashed++ {
+			for k, i := range runs[r] {
+				f[i] = FailPartition
+				if k < crashed {
+					f[i] = FailCrash
+				}
+			}
+			rec(r + 1)
+		}
+	}
+	rec(0)
 }
 
 func (q Quorum) Apply(p Params, s *State, t *Transition) State {
@@ -50,10 +118,18 @@ func (q Quorum) Apply(p Params, s *State, t *Transition) State {
 		for i := range n.On {
 			n.On[i] = false
 		}
+		for i, f := range t.Failures {
+			if f != NotInLayout {
+				n.Crashed[i] = f == FailCrash
+			}
+		}
 	case Convergence:
 		newEpoch := s.Online() < quorum(p.Replicas)
 		for _, i := range t.Group {
 			n.On[i] = true
+			if n.Crashed != nil {
+				n.Crashed[i] = false
+			}
 		}
 		top := n.topOnline()
 		if newEpoch {

@@ -10,7 +10,8 @@ import (
 // The compact text of a transition, as schedule files hold it:
 //
 //	D[1,0,0]        divergence: writes each replica receives
-//	D[1,0](n,c)     with failure kinds: n none, c crash, - not in the layout (S/CL/R)
+//	D[1,0](n,c)     with failure kinds: n none, c crash, - not in the layout (S/CL/R),
+//	                p partition (crash-partition)
 //	C[0,1]          convergence: the replicas that come back
 //	C[1]<-,0,1>     with every replica's source afterwards, - for none (Redis models)
 //	C[1]<0,->off1   offline resync: off1 or off2 (S/CL/R)
@@ -48,7 +49,7 @@ func (t *Transition) AppendText(b []byte) []byte {
 	return b
 }
 
-var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c'}
+var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', FailPartition: 'p'}
 
 func appendInts(b []byte, open, close byte, xs []int) []byte {
 	b = append(b, open)
@@ -102,7 +103,7 @@ func ParseTransition(s string) (Transition, error) {
 					k = strings.IndexByte(string(failureLetters[:]), f[0])
 				}
 				if k < 0 {
-					return t, fmt.Errorf("transition %q: failure kind %q is not n, c or -", s, f)
+					return t, fmt.Errorf("transition %q: failure kind %q is not n, c, p or -", s, f)
 				}
 				t.Failures = append(t.Failures, Failure(k))
 			}

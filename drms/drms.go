@@ -123,7 +123,7 @@ func (s Spec) DRM(plugin string) (DRM, error) {
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: its crashes are power losses or partitions, not both", plugin, s.Name)
 	case s.PowerLoss && r != aem.QuorumRules && r != aem.CrashLinkRules:
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: power loss is a crash, and rule set %s crashes no server", plugin, s.Name, r)
-	case s.Partition && r != aem.QuorumRules:
+	case s.Partition && r != aem.QuorumRules: // crash-partition says per replica
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes only, not rule set %s's", plugin, s.Name, r)
 	}
 	d.PowerLoss, d.Partition = s.PowerLoss, s.Partition
@@ -206,6 +206,18 @@ var catalogue = []DRM{
 		Summary:  "the Q/C/E model with partitions: a failed replica stays up, cut off from its peers",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		Partition: true,
+	},
+	{
+		// Not in the paper: each replica a divergence fails is crashed or cut off by a
+		// partition, both in one schedule (the crash-partition rules, docs/aem.md).
+		Name: "qcnz", Title: "Q/CN/Z", Model: aem.NewCrashPartition("Q/CN/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Summary:  "the Q/C/Z model with each failed replica crashed or cut off by a partition",
+		Defaults: aem.Params{Ops: 1, Replicas: 3}, Ops: []int{1, 2, 3}, Replicas: []int{3, 4, 5},
+	},
+	{
+		Name: "qcne", Title: "Q/CN/E", Model: aem.NewCrashPartition("Q/CN/E"), Plugin: "etcd", System: "etcd",
+		Summary:  "the Q/C/E model with each failed replica crashed or cut off by a partition",
+		Defaults: aem.Params{Ops: 1, Replicas: 3}, Ops: []int{1, 2, 3}, Replicas: []int{3, 4, 5},
 	},
 	{
 		Name: "ssr", Title: "S/S/R", Model: aem.SSR, Plugin: "redis", System: "Redis",

@@ -16,7 +16,7 @@ func TestLookup(t *testing.T) {
 		{"s/cl/r", "S/CL/R", ""},
 		{"slr", "S/L/R", ""},
 		{"ssr", "S/S/R", ""},
-		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
+		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
 	}
 	for _, tt := range tests {
 		d, err := Lookup(tt.name)

@@ -341,7 +341,7 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 		}
 		return fmt.Errorf("DRM %s needs the system to implement kit.%s", d.Name, iface)
 	}
-	quorum := d.Model.Rules() == aem.QuorumRules
+	quorum := d.Model.Rules().Quorum()
 	p.acks = quorum
 	if quorum {
 		if p.brk == BreakSkipRelink {
@@ -457,10 +457,11 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
 	}
 	ppr := p.about.PortsPerReplica
+	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
 	switch {
-	case d.Partition && own.Network == NetworkLoopback:
-		return p.errorf("start", fmt.Errorf("DRM %s realises crashes as partitions, which need %s = %q", d.Name, NetworkKey, NetworkNamespaces))
-	case d.Partition:
+	case partitions && own.Network == NetworkLoopback:
+		return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, which need %s = %q", d.Name, NetworkKey, NetworkNamespaces))
+	case partitions:
 		own.Network = NetworkNamespaces
 	}
 	var nw *netns.Network
@@ -469,8 +470,8 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 			return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
 		}
 		if nw, err = netns.New(spec.Replicas, spec.Dir); err != nil {
-			if d.Partition {
-				return p.errorf("start", fmt.Errorf("DRM %s realises crashes as partitions, and this host cannot make the networks they need: %w", d.Name, err))
+			if partitions {
+				return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, and this host cannot make the networks they need: %w", d.Name, err))
 			}
 			return p.errorf("start", fmt.Errorf("%s = %q: %w", NetworkKey, NetworkNamespaces, err))
 		}

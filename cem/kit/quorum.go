@@ -85,8 +85,8 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 	var group []*Replica
 	for _, a := range t.Group {
 		r := e.p.replica(a)
-		start := e.p.startServer
-		if e.p.partitions {
+		start := e.p.startServer // it crashed
+		if r.cut {
 			start = e.p.rejoin
 		}
 		if err := start(r); err != nil {
@@ -175,12 +175,13 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	var pending []pendingWrite
 	defer func() { err = errors.Join(err, e.settle(pending)) }()
 	for j := 1; j <= t.WriteCount(); j++ {
-		var crash, receivers []*Replica
+		var failing []int // abstract replicas
+		var receivers []*Replica
 		for a, w := range t.Writes {
 			switch {
 			case !p.state.On[a]:
 			case w == j-1:
-				crash = append(crash, p.replica(a))
+				failing = append(failing, a)
 			case w >= j:
 				receivers = append(receivers, p.replica(a))
 			}
@@ -195,13 +196,8 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 				return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader",
 					key, len(receivers), len(p.conc), p.about.Name)
 			}
-			for _, r := range crash {
-				// Frozen, or cut off: either way it never sees the write.
-				fail := p.suspend
-				if p.partitions {
-					fail = func(_ context.Context, r *Replica) error { return p.cutOff(r) }
-				}
-				if err := fail(ctx, r); err != nil {
+			for _, a := range failing {
+				if err := e.fail(ctx, t, a, true); err != nil {
 					return err
 				}
 			}
@@ -212,8 +208,8 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			p.sent(key, value, false)
 			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
 		} else {
-			for _, r := range crash {
-				if err := p.crash(ctx, r); err != nil {
+			for _, a := range failing {
+				if err := e.fail(ctx, t, a, false); err != nil {
 					return err
 				}
 			}
@@ -232,19 +228,36 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 		}
 	}
-	for _, r := range e.online(&p.state) {
-		if err := p.crash(ctx, r); err != nil {
-			return err
+	for a, on := range p.state.On {
+		if on {
+			if err := e.fail(ctx, t, a, false); err != nil {
+				return err
+			}
 		}
 	}
 	return e.awaitIsolated(ctx)
+}
+
+// fail fails abstract replica a in divergence t as the DRM says: cut off by a partition (every
+// failure of a partition DRM, or t's failure kind p), or else crashed, or, before a write that
+// reaches only a minority, suspended (a crash comes at the divergence's end), so that it never
+// sees the write.
+func (e *quorumEngine) fail(ctx context.Context, t *aem.Transition, a int, minority bool) error {
+	r := e.p.replica(a)
+	switch {
+	case e.p.partitions || t.Failures != nil && t.Failures[a] == aem.FailPartition:
+		return e.p.cutOff(r)
+	case minority:
+		return e.p.suspend(ctx, r)
+	}
+	return e.p.crash(ctx, r) // a power loss, where the DRM's crashes are
 }
 
 // awaitIsolated waits, for a DRM whose crashes are partitions, until every replica cut off has
 // seen that it is, as the system's Isolation tells.
 func (e *quorumEngine) awaitIsolated(ctx context.Context) error {
 	iso, ok := e.p.sys.(Isolation)
-	if !e.p.partitions || !ok {
+	if !ok {
 		return nil
 	}
 	for _, r := range e.p.c.Replicas {

@@ -26,7 +26,7 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 	if t.Kind == aem.Divergence && !s.AllOnline() {
 		add("D: with replicas offline")
 	}
-	if m.Rules() == aem.QuorumRules {
+	if m.Rules().Quorum() {
 		quorum := p.Replicas/2 + 1
 		switch t.Kind {
 		case aem.Divergence:
@@ -43,11 +43,28 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 				}
 			}
 			add(kind)
+			for _, f := range t.Failures { // crash-partition
+				switch f {
+				case aem.FailCrash:
+					add("D: a replica crashes")
+				case aem.FailPartition:
+					add("D: a replica is cut off")
+				}
+			}
 		case aem.Convergence:
 			if s.Online() >= quorum {
 				add("C: replicas rejoin a serving quorum")
 			} else {
 				add("C: replicas restore a quorum (a new leader)")
+			}
+			for _, i := range t.Group {
+				switch {
+				case s.Crashed == nil:
+				case s.Crashed[i]:
+					add("C: a crashed replica restarts")
+				default:
+					add("C: a cut-off replica is healed")
+				}
 			}
 		}
 		return kinds

@@ -129,7 +129,8 @@ func Run(t *testing.T, cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Partition { // the kit runs a partition DRM in namespaces, whatever the table says
+	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+	if partitions { // the kit runs a partition DRM in namespaces, whatever the table says
 		cfg.Namespaces = true
 	}
 	if cfg.Namespaces {
@@ -145,7 +146,7 @@ func Run(t *testing.T, cfg Config) {
 	}
 	t.Run("transitions", func(t *testing.T) { s.transitions(t, plan) })
 	t.Run("oracle", s.oracle)
-	if d.Model.Rules() == aem.QuorumRules {
+	if d.Model.Rules().Quorum() {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
 	// A partition DRM's servers stay up through its divergences: nothing is all on disk to
@@ -153,7 +154,7 @@ func Run(t *testing.T, cfg Config) {
 	if s.info.Capabilities.Restore && !d.Partition {
 		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
 	}
-	if d.Partition {
+	if partitions {
 		t.Run("partition", func(t *testing.T) { s.partition(t, plan.Schedules[0].Steps) })
 	}
 	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
@@ -252,7 +253,7 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 // oracle realises a schedule that leaves a replica behind and checks that the oracle's
 // comparison reports it.
 func (s *suite) oracle(t *testing.T) {
-	quorum := s.drm.Model.Rules() == aem.QuorumRules
+	quorum := s.drm.Model.Rules().Quorum()
 	planned, err := Shortest(s.drm.Model, s.params, func(end *aem.State) bool {
 		if quorum {
 			return true
@@ -332,10 +333,11 @@ func (s *suite) busyPort(t *testing.T) {
 }
 
 // partition realises a schedule of a partition DRM step by step: after each step every server
-// is alive (a partitioned replica stays up), the observations of exactly the replicas the model
-// has offline say that they are cut off, and the plugin reached every replica to observe it.
-// That a cut-off replica's peers cannot reach it is the network's (package cem/netns) to show;
-// here it shows as the minority writes that did not commit.
+// but a crashed replica's is alive (a partitioned replica stays up), the observations of
+// exactly the replicas the model has cut off (offline, not crashed) say so, and the plugin
+// reached every running replica to observe it. That a cut-off replica's peers cannot reach it
+// is the network's (package cem/netns) to show; here it shows as the minority writes that did
+// not commit.
 func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, steps)
 	if err := c.start(t); err != nil {
@@ -348,22 +350,20 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 			t.Fatalf("step %d %s: %v", i+1, &steps[i], err)
 		}
 		_, state, _ = aem.Take(s.drm.Model, s.params, &state, &steps[i])
-		c.record(t)
-		for _, g := range c.groups {
-			if !proc.Alive(g.Pid) {
-				t.Errorf("after step %d %s: server %s (pid %d) is not running: a partition must leave it up", i+1, &steps[i], g.Path, g.Pid)
-			}
-		}
-		if len(rep.Observations) == 0 {
-			continue // the plugin observes nothing
-		}
+		crashed := func(a int) bool { return state.Crashed != nil && state.Crashed[a] && !state.On[a] }
 		seen := map[int]map[string]string{}
 		for _, o := range rep.Observations {
 			seen[o.Replica] = o.Fields
 		}
+		running := 0
 		for a, on := range state.On {
+			if crashed(a) {
+				continue
+			}
+			running++
 			f, ok := seen[a]
 			switch {
+			case len(rep.Observations) == 0: // the plugin observes nothing
 			case !ok:
 				t.Errorf("after step %d %s: no observation of replica %d, which runs", i+1, &steps[i], a)
 			case f["error"] != "":
@@ -371,6 +371,19 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 			case (f[cem.ObserveNetwork] == cem.CutOff) == on:
 				t.Errorf("after step %d %s: replica %d is online=%v but observed %s=%q", i+1, &steps[i], a, on, cem.ObserveNetwork, f[cem.ObserveNetwork])
 			}
+		}
+		files, err := proc.PidFiles(c.spec.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alive := 0
+		for _, f := range files {
+			if proc.Alive(f.Pid) {
+				alive++
+			}
+		}
+		if alive != running {
+			t.Errorf("after step %d %s: %d servers run, want %d: a partition leaves its replica's server up, a crash none", i+1, &steps[i], alive, running)
 		}
 	}
 	c.teardownChecked(t)

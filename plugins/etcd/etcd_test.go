@@ -18,14 +18,20 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// TestConformancePartition runs the suite on Q/N/E, every crash a partition: every member in
-// a network namespace of its own, on etcd's own ports.
+// TestConformancePartition runs the suite on Q/N/E, every crash a partition, and on Q/CN/E,
+// each failing member crashed or cut off: every member in a network namespace of its own, on
+// etcd's own ports.
 func TestConformancePartition(t *testing.T) {
-	plugintest.Run(t, plugintest.Config{
-		DRM:    "qne",
-		New:    func() cem.CEM { return kit.New(about, &system{}) },
-		Binary: plugintest.Build(t, "."),
-	})
+	bin := plugintest.Build(t, ".")
+	for _, drm := range []string{"qne", "qcne"} {
+		t.Run(drm, func(t *testing.T) {
+			plugintest.Run(t, plugintest.Config{
+				DRM:    drm,
+				New:    func() cem.CEM { return kit.New(about, &system{}) },
+				Binary: bin,
+			})
+		})
+	}
 }
 
 // TestConformancePowerLoss runs the suite on Q/P/E, every crash a power loss: the kit's file

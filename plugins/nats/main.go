@@ -40,6 +40,10 @@ var about = kit.About{
 		Name: "qnn", Title: "Q/N/N", Rules: "quorum", System: "NATS JetStream", Partition: true,
 		Summary: "the Q/C/N model with partitions: a failed server stays up, cut off from its peers",
 		Ops:     2, Replicas: 3, OpsRange: []int{1, 2, 3}, ReplicasRange: []int{3, 5},
+	}, {
+		Name: "qcnn", Title: "Q/CN/N", Rules: "crash-partition", System: "NATS JetStream",
+		Summary: "the Q/C/N model with each failed server crashed or cut off by a partition",
+		Ops:     1, Replicas: 3, OpsRange: []int{1, 2}, ReplicasRange: []int{3},
 	}},
 	PortsPerReplica: 3,
 	// nats-server's own client, route and monitoring ports, where each replica has an address

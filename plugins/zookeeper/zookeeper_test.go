@@ -110,10 +110,10 @@ func TestSchedules(t *testing.T) {
 }
 
 // TestNamespaces runs the conformance suite with every replica in a network namespace of its
-// own, listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address: on Q/C/Z, and
-// on Q/N/Z, whose crashes are partitions.
+// own, listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address: on Q/C/Z, on
+// Q/N/Z, whose crashes are partitions, and on Q/CN/Z, whose failing replicas are either.
 func TestNamespaces(t *testing.T) {
-	for _, drm := range []string{"qcz", "qnz"} {
+	for _, drm := range []string{"qcz", "qnz", "qcnz"} {
 		t.Run(drm, func(t *testing.T) {
 			plugintest.Run(t, plugintest.Config{
 				DRM:        drm,

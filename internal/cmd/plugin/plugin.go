@@ -162,7 +162,7 @@ func RunNew(opts *NewOptions) error {
 			return cmdutil.Usage(err)
 		}
 	}
-	sk.Quorum = rules == aem.QuorumRules
+	sk.Quorum = rules.Quorum()
 	sk.Links, sk.Snapshots = !sk.Quorum, rules == aem.CrashLinkRules
 	files := []struct{ tmpl, path string }{
 		{"main.go.tmpl", filepath.Join(sk.Dir, "main.go")},
