@@ -130,11 +130,13 @@ func FreePorts(t testing.TB, n int) int {
 // ports reserves a cluster's ports: with FreePorts, unless the plugin starts no real server.
 func (s *suite) ports(t *testing.T, n int) int {
 	t.Helper()
-	if s.cfg.Namespaces { // every replica listens on the system's ports, in a network of its own
-		return 0
-	}
-	if s.cfg.NoServers {
+	switch {
+	case s.cfg.NoServers:
 		return ReservePorts(t, n)
+	case s.cfg.Namespaces && testing.Short():
+		t.Skip("starts servers (each in a network namespace of its own); run without -short")
+	case s.cfg.Namespaces: // every replica listens on the system's ports, in a network of its own
+		return 0
 	}
 	return FreePorts(t, n)
 }

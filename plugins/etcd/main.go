@@ -186,20 +186,6 @@ func (s *system) Leader(ctx context.Context, _ *kit.Cluster, online []*kit.Repli
 	return online[l], "", nil
 }
 
-// Isolated tells whether r, cut off from its peers, has lost its leader: a follower that
-// heard from no leader for an election timeout campaigns, and a leader that heard from no
-// quorum steps down (etcd's CheckQuorum); either follows no leader.
-func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (bool, string, error) {
-	var st status
-	if err := s.call(ctx, r, "/v3/maintenance/status", struct{}{}, &st); err != nil {
-		return false, err.Error(), nil
-	}
-	if st.Leader != "" && st.Leader != "0" {
-		return false, "still follows leader " + st.Leader, nil
-	}
-	return true, "", nil
-}
-
 // Logged looks for the value, which is unique to the write, in r's write-ahead log: etcd
 // stores a put's key and value verbatim in the log entry.
 func (s *system) Logged(_ context.Context, r *kit.Replica, _, value string) (bool, error) {

@@ -113,12 +113,13 @@ func TestSchedules(t *testing.T) {
 // own, listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address: on Q/C/Z, on
 // Q/N/Z, whose crashes are partitions, and on Q/CN/Z, whose failing replicas are either.
 func TestNamespaces(t *testing.T) {
+	bin := plugintest.Build(t, ".")
 	for _, drm := range []string{"qcz", "qnz", "qcnz"} {
 		t.Run(drm, func(t *testing.T) {
 			plugintest.Run(t, plugintest.Config{
 				DRM:        drm,
 				New:        func() cem.CEM { return kit.New(about, &system{}) },
-				Binary:     plugintest.Build(t, "."),
+				Binary:     bin,
 				Namespaces: true,
 			})
 		})
