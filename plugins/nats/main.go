@@ -198,14 +198,26 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	if err != nil {
 		return err
 	}
-	ack, err := js.Publish(subjects+key, []byte(value), nats.MsgId(key), nats.ExpectStream(streamName), nats.Context(ctx))
-	if err != nil {
-		return fmt.Errorf("publish %s through %s: %w", key, r.Name, err)
+	// A stream whose leader is being elected answers nothing; a client publishes again with
+	// the same message ID, which the stream takes once (a healed server whose term rose while
+	// it was cut off deposes the leader it rejoins, after the cluster caught up). An answer
+	// that the retry is a duplicate says that an earlier try was stored.
+	for retried := false; ; retried = true {
+		ack, err := js.Publish(subjects+key, []byte(value), nats.MsgId(key), nats.ExpectStream(streamName), nats.Context(ctx))
+		switch {
+		case errors.Is(err, nats.ErrNoStreamResponse) && ctx.Err() == nil:
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("publish %s through %s: %w", key, r.Name, err)
+		case ack.Duplicate && !retried:
+			return fmt.Errorf("publish %s through %s: the stream took it for a duplicate of sequence %d", key, r.Name, ack.Sequence)
+		}
+		return nil
 	}
-	if ack.Duplicate {
-		return fmt.Errorf("publish %s through %s: the stream took it for a duplicate of sequence %d", key, r.Name, ack.Sequence)
-	}
-	return nil
 }
 
 // ReadAll reads the stream as r's server alone holds it: its state from the server's /jsz,
