@@ -82,15 +82,9 @@ func (p *Plugin) cutOff(r *Replica) error {
 	if r.cut {
 		return nil
 	}
-	var from []string
-	for _, x := range p.c.Replicas {
-		if x == r || x.cut {
-			continue // cut already, since x is
-		}
-		if err := p.c.net.Cut(r.Index, x.Index); err != nil {
-			return err
-		}
-		from = append(from, x.Name)
+	from, err := p.withPeers(r, p.c.net.Cut) // a pair with a cut-off peer is cut already
+	if err != nil {
+		return err
 	}
 	r.cut = true
 	if len(from) == 0 {
@@ -103,15 +97,9 @@ func (p *Plugin) cutOff(r *Replica) error {
 
 // rejoin heals r's links to every replica not cut off itself.
 func (p *Plugin) rejoin(r *Replica) error {
-	var with []string
-	for _, x := range p.c.Replicas {
-		if x == r || x.cut {
-			continue
-		}
-		if err := p.c.net.Mend(r.Index, x.Index); err != nil {
-			return err
-		}
-		with = append(with, x.Name)
+	with, err := p.withPeers(r, p.c.net.Mend)
+	if err != nil {
+		return err
 	}
 	r.cut = false
 	if len(with) == 0 {
@@ -120,6 +108,21 @@ func (p *Plugin) rejoin(r *Replica) error {
 		p.act(r, "healed: reaches %s again", strings.Join(with, ", "))
 	}
 	return nil
+}
+
+// withPeers calls link on r and every other replica that is not cut off, and names them.
+func (p *Plugin) withPeers(r *Replica, link func(i, j int) error) ([]string, error) {
+	var names []string
+	for _, x := range p.c.Replicas {
+		if x == r || x.cut {
+			continue
+		}
+		if err := link(r.Index, x.Index); err != nil {
+			return nil, err
+		}
+		names = append(names, x.Name)
+	}
+	return names, nil
 }
 
 // kill SIGKILLs r's server with every process it forked, and waits until they are gone.
