@@ -33,7 +33,7 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe"}, PortsPerReplica: 2}`
+	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne", "qcne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}}`
 	if !bytes.Contains(src, []byte(about)) {
 		t.Fatalf("plugins/etcd/main.go no longer has %s", about)
 	}
