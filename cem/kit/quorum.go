@@ -47,7 +47,7 @@ func (e *quorumEngine) start(ctx context.Context) error {
 	data := seeder.InitialData(e.p.c)
 	if len(data) == 0 {
 		if e.p.update {
-			return fmt.Errorf("%s = %q updates initial keys, and the %s plugin's settings make none", WorkloadKey, WorkloadUpdate, e.p.about.Name)
+			return e.noInitialKeys()
 		}
 		return nil
 	}
@@ -284,9 +284,15 @@ func (e *quorumEngine) nextWrite(j int) (key, value string, err error) {
 	}
 	data := e.p.sys.(Seeder).InitialData(e.p.c)
 	if len(data) == 0 {
-		return "", "", fmt.Errorf("%s = %q updates initial keys, and the %s plugin's settings make none", WorkloadKey, WorkloadUpdate, e.p.about.Name)
+		return "", "", e.noInitialKeys()
 	}
 	return data[(e.p.step+j-1)%len(data)].Key, e.p.value(name), nil
+}
+
+// noInitialKeys says that workload = "update" has nothing to update: at the start, and after a
+// restore, which does not start the cluster anew.
+func (e *quorumEngine) noInitialKeys() error {
+	return fmt.Errorf("%s = %q updates initial keys, and the %s plugin's settings make none", WorkloadKey, WorkloadUpdate, e.p.about.Name)
 }
 
 // put writes a step's write: through Update when the workload updates and the system has it.

@@ -197,9 +197,6 @@ func (nw *Network) connect(hub *netlink.Handle, br netlink.Link) error {
 // IP is host i's address.
 func (nw *Network) IP(i int) net.IP { return nw.hosts[i].ip }
 
-// Len is the number of hosts.
-func (nw *Network) Len() int { return len(nw.hosts) }
-
 // NS is host i's namespace, for proc.ProcessSpec.NetNS; it stays the Network's.
 func (nw *Network) NS(i int) int { return int(nw.hosts[i].ns) }
 
@@ -263,7 +260,7 @@ func (nw *Network) Close() error {
 // newNS makes a network namespace and returns a handle to it, leaving the caller's as it was.
 func newNS() (netns.NsHandle, error) {
 	var ns netns.NsHandle
-	err := onThread(func(orig netns.NsHandle) error {
+	err := onThread(func() error {
 		var err error
 		if ns, err = netns.New(); err != nil {
 			return fmt.Errorf("new namespace: %w", err)
@@ -275,7 +272,7 @@ func newNS() (netns.NsHandle, error) {
 
 // inNS runs f on a thread in namespace ns.
 func inNS(ns netns.NsHandle, f func() error) error {
-	return onThread(func(netns.NsHandle) error {
+	return onThread(func() error {
 		if err := netns.Set(ns); err != nil {
 			return fmt.Errorf("enter namespace: %w", err)
 		}
@@ -285,7 +282,7 @@ func inNS(ns netns.NsHandle, f func() error) error {
 
 // onThread runs f on an OS thread of its own and puts the thread back in its namespace after;
 // a thread that cannot be put back ends with its goroutine, never to run Go code elsewhere.
-func onThread(f func(orig netns.NsHandle) error) error {
+func onThread(f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -296,7 +293,7 @@ func onThread(f func(orig netns.NsHandle) error) error {
 			return
 		}
 		defer orig.Close()
-		err = f(orig)
+		err = f()
 		if back := netns.Set(orig); back != nil {
 			done <- errors.Join(err, fmt.Errorf("back to the plugin's namespace: %w", back))
 			return // locked: the runtime ends the thread
