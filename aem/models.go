@@ -65,11 +65,11 @@ func New(r Rules, title string) (Model, error) {
 	case CrashPartitionRules:
 		return NewCrashPartition(title), nil
 	case SuspendRules:
-		return Redis{variant: Suspend, name: title}, nil
+		return NewRedisTitled(Suspend, title), nil
 	case LinkRules:
-		return Redis{variant: Link, name: title}, nil
+		return NewRedisTitled(Link, title), nil
 	case CrashLinkRules:
-		return Redis{variant: CrashLink, name: title}, nil
+		return NewRedisTitled(CrashLink, title), nil
 	}
 	return nil, fmt.Errorf("unknown rule set %q", r)
 }

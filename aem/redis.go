@@ -56,6 +56,10 @@ type Redis struct {
 // NewRedis returns the Redis model of the given variant, under the paper's name.
 func NewRedis(v RedisVariant) Redis { return Redis{variant: v} }
 
+// NewRedisTitled returns the Redis model of the given variant under title: the same schedules
+// on another DRM (S/N/R's are S/L/R's).
+func NewRedisTitled(v RedisVariant, title string) Redis { return Redis{variant: v, name: title} }
+
 // Rules is the variant's rule set.
 func (r Redis) Rules() Rules {
 	switch r.variant {

@@ -36,7 +36,21 @@ type Capabilities struct {
 	// entirely on disk and restart from the copy later, instead of replaying the steps that
 	// led to it.
 	Restore bool
+	// Network is the network the plugin's clusters get unless its table says otherwise:
+	// NetworkNamespaces (each replica an address of its own, on the system's ordinary ports),
+	// or NetworkLoopback followed by ": " and why not namespaces.
+	Network string
 }
+
+// The networks a plugin's clusters run on (Capabilities.Network).
+const (
+	NetworkNamespaces = "namespaces"
+	NetworkLoopback   = "loopback"
+)
+
+// InNamespaces tells whether a plugin with these capabilities runs its clusters in network
+// namespaces unless told otherwise.
+func (c Capabilities) InNamespaces() bool { return c.Network == NetworkNamespaces }
 
 // DRMSpec is a DRM that a plugin declares: everything modulo's catalogue holds of one.
 type DRMSpec = drms.Spec
@@ -106,7 +120,8 @@ type Write struct {
 	Acked      bool
 }
 
-// CutOff is the ObserveNetwork value of a replica that a partition cuts off from its peers.
+// CutOff is the ObserveNetwork value of a replica that a partition cuts off from its peers (on
+// a link model, from its source).
 const CutOff = "cut off"
 
 // Observation is what the plugin observed of one replica (by abstract index) after a step.

@@ -51,6 +51,7 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 			Drms:            info.Capabilities.DRMs,
 			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
 			Restore:         info.Capabilities.Restore,
+			Network:         info.Capabilities.Network,
 			Declared:        specsPB(info.Capabilities.Declared),
 		},
 	}}, nil
@@ -255,6 +256,7 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 			DRMs:            info.GetCapabilities().GetDrms(),
 			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),
 			Restore:         info.GetCapabilities().GetRestore(),
+			Network:         info.GetCapabilities().GetNetwork(),
 			Declared:        specsOf(info.GetCapabilities().GetDeclared()),
 		},
 	}, nil

@@ -34,9 +34,11 @@ type DRM struct {
 	// file system drops what it had not made durable (package cem/powerfs) before anything
 	// reads it again. Only rule sets that crash servers have it (quorum, crash-link).
 	PowerLoss bool
-	// Partition says that the DRM's crashes are partitions: the server stays up, cut off from
-	// every other replica (the plugin still reaches it), and a convergence that brings it back
-	// heals its links (package cem/netns). Only the quorum rules have it.
+	// Partition says that the DRM's failures are partitions (package cem/netns): on the quorum
+	// rules a crash is one, the server staying up, cut off from every other replica (the plugin
+	// still reaches it); on the link rules a link failure is one between a replica and its
+	// source. A convergence that brings the replica back heals it. Only those two rule sets
+	// have it.
 	Partition bool
 	// Declared says that the plugin declares the DRM: it is not the built-in catalogue's, and
 	// its defaults are the plugin author's, not the paper's. PluginPath is where the plugin
@@ -106,7 +108,7 @@ type Spec struct {
 	ReplicasRange []int `json:"replicas_range"`
 	// PowerLoss makes the DRM's crashes power losses (DRM.PowerLoss).
 	PowerLoss bool `json:"power_loss,omitempty"`
-	// Partition makes the DRM's crashes partitions (DRM.Partition).
+	// Partition makes the DRM's failures partitions (DRM.Partition).
 	Partition bool `json:"partition,omitempty"`
 }
 
@@ -123,8 +125,8 @@ func (s Spec) DRM(plugin string) (DRM, error) {
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: its crashes are power losses or partitions, not both", plugin, s.Name)
 	case s.PowerLoss && r != aem.QuorumRules && r != aem.CrashLinkRules:
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: power loss is a crash, and rule set %s crashes no server", plugin, s.Name, r)
-	case s.Partition && r != aem.QuorumRules: // crash-partition says per replica
-		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes only, not rule set %s's", plugin, s.Name, r)
+	case s.Partition && r != aem.QuorumRules && r != aem.LinkRules: // crash-partition says per replica
+		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes and the link rules' link failures only, not rule set %s's", plugin, s.Name, r)
 	}
 	d.PowerLoss, d.Partition = s.PowerLoss, s.Partition
 	return d, nil
@@ -228,6 +230,15 @@ var catalogue = []DRM{
 		Name: "slr", Title: "S/L/R", Model: aem.SLR, Plugin: "redis", System: "Redis",
 		Summary:  "no quorum, link failures on a replication chain",
 		Defaults: aem.Params{Ops: 1, Replicas: 3}, Ops: []int{1}, Replicas: []int{3},
+	},
+	{
+		// Not in the paper: S/L/R's schedules with every link failure a partition between the
+		// replica and its source, where the paper's tool sent REPLICAOF NO ONE: the replica
+		// goes on following a source it cannot reach until the partition heals.
+		Name: "snr", Title: "S/N/R", Model: aem.NewRedisTitled(aem.Link, "S/N/R"), Plugin: "redis", System: "Redis",
+		Summary:  "the S/L/R model with each link failure a partition between a replica and its source",
+		Defaults: aem.Params{Ops: 1, Replicas: 3}, Ops: []int{1, 2}, Replicas: []int{3, 4},
+		Partition: true,
 	},
 	{
 		Name: "sclr", Title: "S/CL/R", Model: aem.SCLR, Plugin: "redis", System: "Redis",

@@ -16,7 +16,7 @@ func TestLookup(t *testing.T) {
 		{"s/cl/r", "S/CL/R", ""},
 		{"slr", "S/L/R", ""},
 		{"ssr", "S/S/R", ""},
-		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
+		{"raft", "", `unknown DRM "raft" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, snr, ssr)`},
 	}
 	for _, tt := range tests {
 		d, err := Lookup(tt.name)
@@ -139,7 +139,7 @@ func TestSpecPowerLoss(t *testing.T) {
 }
 
 // TestSpecPartition: a declared DRM's partitions survive the round trip through its Spec, only
-// on the quorum rules, and never with power losses.
+// on the quorum and link rules, and never with power losses.
 func TestSpecPartition(t *testing.T) {
 	tests := []struct {
 		rules     string
@@ -147,8 +147,9 @@ func TestSpecPartition(t *testing.T) {
 		want      string
 	}{
 		{"quorum", false, ""},
-		{"crash-link", false, "partitions realise the quorum rules' crashes only"},
-		{"suspend", false, "partitions realise the quorum rules' crashes only"},
+		{"link", false, ""},
+		{"crash-link", false, "partitions realise the quorum rules' crashes and the link rules' link failures only"},
+		{"suspend", false, "partitions realise the quorum rules' crashes and the link rules' link failures only"},
 		{"quorum", true, "power losses or partitions, not both"},
 	}
 	for _, tt := range tests {

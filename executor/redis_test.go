@@ -64,11 +64,11 @@ type redisRun struct {
 	campaign    string // the campaign's results directory
 }
 
-func runRedis(t *testing.T, ctx context.Context, file, pluginDir, resultsDir string, base int) redisRun {
+func runRedis(t *testing.T, ctx context.Context, file, pluginDir, resultsDir string) redisRun {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	workers := 2
-	err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: ctx, File: file, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base}})
+	err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: ctx, File: file, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers}})
 	return redisRun{out.String(), errOut.String(), err,
 		filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"))}
 }
@@ -141,7 +141,7 @@ func TestRedisEndToEnd(t *testing.T) {
 			dir := t.TempDir()
 			file, total := writeSchedules(t, dir, drm, 1, 3)
 			resultsDir := filepath.Join(dir, "results")
-			r := runRedis(t, context.Background(), file, pluginDir, resultsDir, plugintest.FreePorts(t, 20))
+			r := runRedis(t, context.Background(), file, pluginDir, resultsDir)
 			recs := checkRun(t, r, total, resultsDir)
 			// A harness fault on real servers, with nothing else running, is a bug.
 			for _, rec := range recs {
@@ -163,7 +163,7 @@ func TestRedisInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	file, total := writeSchedules(t, dir, "ssr", 1, 3)
 	resultsDir := filepath.Join(dir, "results")
-	base := plugintest.FreePorts(t, 20)
+	plugintest.Servers(t)
 	records := filepath.Join(resultsDir, "ssr", results.RecordsFile)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -182,7 +182,7 @@ func TestRedisInterrupt(t *testing.T) {
 			}
 		}
 	}()
-	first := runRedis(t, ctx, file, pluginDir, resultsDir, base)
+	first := runRedis(t, ctx, file, pluginDir, resultsDir)
 	if left := plugintest.ProcessesUnder(t, resultsDir); len(left) > 0 {
 		t.Errorf("processes left running after the interrupt:\n%s", strings.Join(left, "\n"))
 	}
@@ -200,7 +200,7 @@ func TestRedisInterrupt(t *testing.T) {
 		t.Errorf("interrupted run's stderr:\n%s", first.errOut)
 	}
 
-	second := runRedis(t, context.Background(), file, pluginDir, resultsDir, base)
+	second := runRedis(t, context.Background(), file, pluginDir, resultsDir)
 	if want := "modulo: skipped " + strconv.Itoa(len(recs)) + " schedules recorded by earlier runs\n"; !strings.Contains(second.errOut, want) {
 		t.Errorf("resumed run's stderr lacks %q:\n%s", want, second.errOut)
 	}
@@ -242,7 +242,7 @@ func TestRedisPluginDies(t *testing.T) {
 			}
 		}
 	}()
-	r := runRedis(t, context.Background(), file, pluginDir, resultsDir, plugintest.FreePorts(t, 20))
+	r := runRedis(t, context.Background(), file, pluginDir, resultsDir)
 	victim, ok := <-killed
 	if !ok {
 		t.Fatal("no plugin process was found to kill")

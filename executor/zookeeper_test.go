@@ -28,9 +28,10 @@ func TestZooKeeperSharedPrefixFindsTruncation(t *testing.T) {
 	for _, share := range []bool{true, false} {
 		resultsDir := t.TempDir()
 		var out, errOut bytes.Buffer
-		one, base := 1, plugintest.FreePorts(t, 10)
+		one := 1
+		plugintest.Servers(t)
 		err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, IDs: []string{saver, failing},
-			Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &one, BasePort: &base, SharePrefixes: &share}})
+			Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &one, SharePrefixes: &share}})
 		if err == nil || !strings.Contains(out.String(), "schedules: 2, pass: 1, fail: 1") {
 			t.Fatalf("share %v: %v; output %s\n%s", share, err, out.String(), errOut.String())
 		}

@@ -21,7 +21,7 @@ func TestReadBadFiles(t *testing.T) {
 		{"empty.sched", "testdata/bad/empty.sched: empty file, not a schedule file"},
 		{"not-schedules.sched", `testdata/bad/not-schedules.sched:1: not a modulo schedule file (first line must be "# modulo schedules v1")`},
 		{"short-header.sched", `testdata/bad/short-header.sched:5: header ends early: missing "schedules"`},
-		{"unknown-drm.sched", `testdata/bad/unknown-drm.sched:2: unknown DRM "zzz" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
+		{"unknown-drm.sched", `testdata/bad/unknown-drm.sched:2: unknown DRM "zzz" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, snr, ssr)`},
 		{"bad-ops.sched", `testdata/bad/bad-ops.sched:3: ops: "x" is not a number`},
 		{"one-replica.sched", "testdata/bad/one-replica.sched:3: replicas must be between 2 and 16, got 1"},
 		{"truncated.sched", "testdata/bad/truncated.sched:7: file ends after 1 schedules, header says 2 (truncated?)"},

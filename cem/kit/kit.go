@@ -297,11 +297,13 @@ type Seeder interface {
 // KeyValue is one key of a Seeder's initial data.
 type KeyValue struct{ Key, Value string }
 
-// Isolation is implemented by a quorum system that can tell when a replica cut off by a
-// partition has seen it: for a DRM whose crashes are partitions, a divergence ends only once
-// every replica it cut off has (the failpoint's wait, between inject and recover). Without it,
-// a partition shorter than the system's own timeouts may pass unnoticed, and its convergence
-// resyncs nothing. Isolated must change nothing.
+// Isolation is implemented by a system that can tell when a replica cut off by a partition has
+// seen it: for a DRM whose failures are partitions, a divergence ends only once every replica
+// it cut off has (the failpoint's wait, between inject and recover). A quorum model's replica
+// is cut off from every peer (it has seen it once it left its quorum); a link model's from its
+// source alone (once it says its link is down). Without it, a partition shorter than the
+// system's own timeouts may pass unnoticed, and its convergence resyncs nothing. Isolated
+// must change nothing.
 type Isolation interface {
 	Isolated(ctx context.Context, c *Cluster, r *Replica) (ok bool, seen string, err error)
 }
@@ -422,6 +424,11 @@ func (c *Cluster) StartSource(r *Replica) *Replica {
 	return c.Replicas[r.startLink]
 }
 
+// Partitioned tells whether the DRM's failures are partitions (a quorum model's crashes, a
+// link model's link failures), for a system that must notice a lost peer within a step (a
+// timeout shorter than its default).
+func (c *Cluster) Partitioned() bool { return c.p.partitions }
+
 // Divergences is how many divergences the schedule has taken so far, the one being realised
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
 func (c *Cluster) Divergences() int { return c.p.divergences }
@@ -453,6 +460,10 @@ type Replica struct {
 	suspended bool
 	cut       bool // a partition cuts it off from every other replica
 	link      int  // the replica the server follows (link models), aem.NoSource for none
+	// cutFrom is the source that a partition cuts it from (a link model's link failure, in a
+	// DRM whose failures are partitions), which its server still follows; aem.NoSource for none.
+	// The model's link is gone meanwhile: link is aem.NoSource.
+	cutFrom int
 	// startLink is the replica the server follows from its start: none, but for a system
 	// whose Relink configured a source that a restart keeps (PostgreSQL's standbys).
 	startLink int

@@ -24,7 +24,12 @@ import (
 //     convergence after which it and its source are both online links it again, which
 //     resyncs it for real.
 //   - S/L/R: every server runs at all times; a link failure is Unfollow on the replica that
-//     loses its source. Offline is only abstract: links are the model's links.
+//     loses its source. Offline is only abstract: links are the model's links. In a DRM whose
+//     failures are partitions (S/N/R) a link failure is a partition between the replica and
+//     its source instead: its server goes on following a source it cannot reach, until the
+//     convergence that brings it back heals the partition. Where the model then links it to
+//     the same source, nothing more is done: the system reconnects by itself; elsewhere it is
+//     first detached (Unfollow) while still cut off, then linked as the model says.
 //   - S/CL/R: CRASH is SIGKILL; a crashed replica comes back by restarting from its own
 //     directory. A server follows its source only while both are online: going offline
 //     disconnects it (Unfollow) from its source and its followers, coming back reconnects it. A
@@ -141,6 +146,15 @@ func (e *linkEngine) diverge(ctx context.Context, t *aem.Transition) error {
 	if err := e.fail(ctx, t); err != nil {
 		return err
 	}
+	var cut []*Replica
+	for _, r := range e.reps() {
+		if r.cutFrom != aem.NoSource && slices.Contains(before, link{r.Index, r.cutFrom}) {
+			cut = append(cut, r)
+		}
+	}
+	if err := e.p.awaitIsolated(ctx, cut); err != nil {
+		return err
+	}
 	return e.waitIfBroken(ctx, before, e.waitAfter, "after the writes")
 }
 
@@ -242,6 +256,9 @@ func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int
 		// The link fails where the source goes on receiving; a replica whose source misses
 		// write j too keeps its link.
 		if src := e.p.state.Src[i]; src != aem.NoSource && t.Writes[src] >= j {
+			if e.p.partitions {
+				return e.cutLink(r)
+			}
 			return e.unfollow(ctx, r)
 		}
 		return nil
@@ -352,6 +369,9 @@ func (e *linkEngine) converge(ctx context.Context, t *aem.Transition, next *aem.
 			return err
 		}
 	} else {
+		if err := e.heal(ctx, next); err != nil {
+			return err
+		}
 		for i, r := range e.reps() {
 			if !next.On[i] {
 				continue
@@ -706,6 +726,43 @@ func (e *linkEngine) unfollow(ctx context.Context, r *Replica) error {
 	// for good, and a Redis master starts as one.
 	r.link, r.startLink, r.broken = aem.NoSource, aem.NoSource, false
 	e.p.act(r, "follow nobody")
+	return nil
+}
+
+// cutLink fails r's link by a partition between r and its source: r's server still follows the
+// source, which it can no longer reach, and the model's link is gone.
+func (e *linkEngine) cutLink(r *Replica) error {
+	src := e.reps()[r.link]
+	if err := e.p.c.net.Cut(r.Index, src.Index); err != nil {
+		return err
+	}
+	r.cutFrom, r.link = src.Index, aem.NoSource
+	e.p.act(r, "partitioned: cut off from its source %s (it still follows it)", src.Name)
+	return nil
+}
+
+// heal heals the partition of every replica that next brings online: one that the model links
+// to the source it was cut from again follows it still, and reconnects by itself; any other is
+// detached first (Unfollow), while it is still cut off, and relink then links it as the model
+// says.
+func (e *linkEngine) heal(ctx context.Context, next *aem.State) error {
+	for i, r := range e.reps() {
+		if r.cutFrom == aem.NoSource || !next.On[i] {
+			continue
+		}
+		src := e.reps()[r.cutFrom]
+		r.link = r.cutFrom // what the server follows
+		if e.wantLink(next, i) != r.cutFrom {
+			if err := e.unfollow(ctx, r); err != nil {
+				return err
+			}
+		}
+		if err := e.p.c.net.Mend(r.Index, src.Index); err != nil {
+			return err
+		}
+		r.cutFrom = aem.NoSource
+		e.p.act(r, "healed: reaches %s again", src.Name)
+	}
 	return nil
 }
 

@@ -1030,3 +1030,34 @@ func TestNetworkRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestInfoNetwork: Info says which network a cluster gets under the table, and why not
+// namespaces.
+func TestInfoNetwork(t *testing.T) {
+	withPorts := memAbout("qce")
+	withPorts.Ports = []int{7000}
+	twoPorts := memAbout("qce")
+	twoPorts.Ports = []int{7000, 7001}
+	for _, tt := range []struct {
+		name   string
+		about  kit.About
+		config string
+		want   string // the network, or the error's text
+	}{
+		{"no ports", memAbout("qce"), ``, `loopback: the etcd plugin names no ports of its own (kit.About.Ports)`},
+		{"table says loopback", withPorts, `network = "loopback"`, `loopback: the table sets network = "loopback"`},
+		{"table says namespaces", memAbout("qce"), `network = "namespaces"`, `namespaces`},
+		{"ports not one per replica", twoPorts, ``, `About names 2 ports (Ports), not its 1 per replica`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			info, err := kit.New(tt.about, &memSystem{}).Info(context.Background(), []byte(tt.config))
+			got := info.Capabilities.Network
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("Info: network %q (error %v), want %q", info.Capabilities.Network, err, tt.want)
+			}
+		})
+	}
+}

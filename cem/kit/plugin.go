@@ -63,10 +63,12 @@ const teardownTimeout = 10 * time.Second
 // unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
 // unsynced byte, and nothing else, as LazyFS's clear-cache does.
 //
-// network: "loopback" (the default) runs every server on 127.0.0.1 at ports of the cluster's
-// block (ClusterSpec.BasePort); "namespaces" gives each replica a network namespace and an
-// address of its own (cem/netns), where its server listens on the system's ordinary ports
-// (About.Ports), and ends them with the cluster.
+// network: "namespaces" gives each replica a network namespace and an address of its own
+// (cem/netns), where its server listens on the system's ordinary ports (About.Ports), and ends
+// them with the cluster; "loopback" runs every server on 127.0.0.1 at ports of the cluster's
+// block (ClusterSpec.BasePort). Unset, it is namespaces where the plugin names its ports and
+// the host can make namespaces (root, or CAP_NET_ADMIN), else loopback; Info says which, and
+// why not namespaces (cem.Capabilities.Network). DRMs with partitions need namespaces.
 //
 // workload (quorum models whose system is a Seeder): "create" (the default) makes each write
 // of a schedule a key of its own, k<step>.<j>; "update" makes write j of step s set initial key
@@ -78,8 +80,8 @@ const (
 	DurableStartKey   = "durable_start"
 	TornWritesKey     = "torn_writes"
 	NetworkKey        = "network"
-	NetworkLoopback   = "loopback"
-	NetworkNamespaces = "namespaces"
+	NetworkLoopback   = cem.NetworkLoopback
+	NetworkNamespaces = cem.NetworkNamespaces
 	WorkloadKey       = "workload"
 	WorkloadCreate    = "create"
 	WorkloadUpdate    = "update"
@@ -162,6 +164,8 @@ func New(about About, sys System) *Plugin {
 	p := &Plugin{about: about, sys: sys}
 	if about.Name == "" || len(about.DRMs)+len(about.Declare) == 0 || about.PortsPerReplica < 1 {
 		p.aboutErr = fmt.Errorf("plugin %q: About needs a name, DRMs (or declared ones) and at least one port per replica", about.Name)
+	} else if len(about.Ports) > 0 && len(about.Ports) != about.PortsPerReplica {
+		p.aboutErr = fmt.Errorf("plugin %q: About names %d ports (Ports), not its %d per replica", about.Name, len(about.Ports), about.PortsPerReplica)
 	}
 	for _, d := range about.Declare {
 		if _, err := d.DRM(about.Name); err != nil {
@@ -200,7 +204,8 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	if p.aboutErr != nil {
 		return cem.Info{}, p.aboutErr
 	}
-	if _, err := p.configure(config, ""); err != nil {
+	own, err := p.configure(config, "")
+	if err != nil {
 		return cem.Info{}, err
 	}
 	v, err := p.sys.Version(ctx)
@@ -221,9 +226,32 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 			Declared:        slices.Clone(p.about.Declare),
 			PortsPerReplica: p.about.PortsPerReplica,
 			Restore:         restorable,
+			Network:         p.network(own.Network),
 		},
 	}, nil
 }
+
+// network is the network a cluster gets with the table's network key set to key:
+// NetworkNamespaces, or NetworkLoopback, ": " and why not namespaces. Unset, it is namespaces
+// where the plugin names its ports and this host can make them.
+func (p *Plugin) network(key string) string {
+	switch {
+	case key == NetworkLoopback:
+		return NetworkLoopback + ": the table sets " + NetworkKey + " = " + strconv.Quote(NetworkLoopback)
+	case key == NetworkNamespaces:
+		return NetworkNamespaces
+	case len(p.about.Ports) == 0:
+		return NetworkLoopback + ": the " + p.about.Name + " plugin names no ports of its own (kit.About.Ports)"
+	}
+	if err := namespacesAvailable(); err != nil {
+		return NetworkLoopback + ": this host cannot make network namespaces: " + err.Error()
+	}
+	return NetworkNamespaces
+}
+
+// namespacesAvailable is netns.Available, asked once per plugin process: it makes and removes
+// a network.
+var namespacesAvailable = sync.OnceValue(netns.Available)
 
 // drmNames lists the DRMs the plugin realises: the catalogue's, then its own.
 func (p *Plugin) drmNames() []string {
@@ -458,17 +486,15 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	}
 	ppr := p.about.PortsPerReplica
 	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+	network, why, _ := strings.Cut(p.network(own.Network), ": ")
 	switch {
-	case partitions && own.Network == NetworkLoopback:
-		return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, which need %s = %q", d.Name, NetworkKey, NetworkNamespaces))
-	case partitions:
-		own.Network = NetworkNamespaces
+	case partitions && network == NetworkLoopback:
+		return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, which need %s = %q, and %s", d.Name, NetworkKey, NetworkNamespaces, why))
+	case network == NetworkNamespaces && len(p.about.Ports) == 0:
+		return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
 	}
 	var nw *netns.Network
-	if own.Network == NetworkNamespaces {
-		if len(p.about.Ports) != ppr {
-			return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
-		}
+	if network == NetworkNamespaces {
 		if nw, err = netns.New(spec.Replicas, spec.Dir); err != nil {
 			if partitions {
 				return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, and this host cannot make the networks they need: %w", d.Name, err))
@@ -483,7 +509,7 @@ func (p *Plugin) open(spec cem.ClusterSpec) (err error) {
 	p.conc = make([]int, spec.Replicas)
 	for i := range spec.Replicas {
 		name := p.about.Name + "-" + strconv.Itoa(i)
-		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), Host: "127.0.0.1", link: aem.NoSource, startLink: aem.NoSource}
+		r := &Replica{Index: i, Name: name, Dir: filepath.Join(spec.Dir, name), Host: "127.0.0.1", link: aem.NoSource, startLink: aem.NoSource, cutFrom: aem.NoSource}
 		if nw != nil {
 			r.Host, r.Ports, r.NetNS = nw.IP(i).String(), slices.Clone(p.about.Ports), nw.NS(i)
 		} else {
@@ -617,7 +643,7 @@ func (p *Plugin) observe(ctx context.Context) []cem.Observation {
 				fields = map[string]string{"error": err.Error()}
 			}
 		}
-		if r.cut {
+		if r.cut || r.cutFrom != aem.NoSource {
 			fields[cem.ObserveNetwork] = cem.CutOff
 		}
 		if syncLogger {

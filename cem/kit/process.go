@@ -110,6 +110,25 @@ func (p *Plugin) rejoin(r *Replica) error {
 	return nil
 }
 
+// awaitIsolated waits until every replica of cut has seen that a partition cuts it off, as the
+// system's Isolation tells; without Isolation it returns at once.
+func (p *Plugin) awaitIsolated(ctx context.Context, cut []*Replica) error {
+	iso, ok := p.sys.(Isolation)
+	if !ok {
+		return nil
+	}
+	for _, r := range cut {
+		err := p.await(ctx, r.Name+" to see that it is cut off", []*Replica{r}, func(ctx context.Context) (bool, string, error) {
+			return iso.Isolated(ctx, p.c, r)
+		})
+		if err != nil {
+			return err
+		}
+		p.act(r, "sees that it is cut off")
+	}
+	return nil
+}
+
 // withPeers calls link on r and every other replica that is not cut off, and names them.
 func (p *Plugin) withPeers(r *Replica, link func(i, j int) error) ([]string, error) {
 	var names []string

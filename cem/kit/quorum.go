@@ -235,7 +235,13 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 		}
 	}
-	return e.awaitIsolated(ctx)
+	var cut []*Replica
+	for _, r := range p.c.Replicas {
+		if r.cut {
+			cut = append(cut, r)
+		}
+	}
+	return p.awaitIsolated(ctx, cut)
 }
 
 // fail fails abstract replica a in divergence t as the DRM says: cut off by a partition (every
@@ -251,28 +257,6 @@ func (e *quorumEngine) fail(ctx context.Context, t *aem.Transition, a int, minor
 		return e.p.suspend(ctx, r)
 	}
 	return e.p.crash(ctx, r) // a power loss, where the DRM's crashes are
-}
-
-// awaitIsolated waits, for a DRM whose crashes are partitions, until every replica cut off has
-// seen that it is, as the system's Isolation tells.
-func (e *quorumEngine) awaitIsolated(ctx context.Context) error {
-	iso, ok := e.p.sys.(Isolation)
-	if !ok {
-		return nil
-	}
-	for _, r := range e.p.c.Replicas {
-		if !r.cut {
-			continue
-		}
-		err := e.p.await(ctx, r.Name+" to see that it is cut off", []*Replica{r}, func(ctx context.Context) (bool, string, error) {
-			return iso.Isolated(ctx, e.p.c, r)
-		})
-		if err != nil {
-			return err
-		}
-		e.p.act(r, "sees that it is cut off")
-	}
-	return nil
 }
 
 // nextWrite names the key and value of write j of the step: a new key, or with workload =

@@ -133,12 +133,20 @@ func (s *suite) ports(t *testing.T, n int) int {
 	switch {
 	case s.cfg.NoServers:
 		return ReservePorts(t, n)
-	case s.cfg.Namespaces && testing.Short():
-		t.Skip("starts servers (each in a network namespace of its own); run without -short")
-	case s.cfg.Namespaces: // every replica listens on the system's ports, in a network of its own
+	case s.namespaces: // every replica listens on the system's ports, in a network of its own
+		Servers(t)
 		return 0
 	}
 	return FreePorts(t, n)
+}
+
+// Servers skips t under go test -short: it starts servers, each in a network namespace of its
+// own and on its system's ordinary ports, so that it needs no ports reserved (FreePorts).
+func Servers(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts servers; run without -short")
+	}
 }
 
 // ReservePorts is FreePorts under -short too: for processes that are stand-ins and start no
@@ -374,7 +382,7 @@ func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
 // strays says, once each, which ports outside the cluster's the process groups of files listen
 // on.
 func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
-	if c.s.cfg.Namespaces { // no port of a replica's namespace is anyone else's
+	if c.s.namespaces { // no port of a replica's namespace is anyone else's
 		return nil, nil
 	}
 	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1

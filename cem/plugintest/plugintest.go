@@ -73,10 +73,12 @@ type Config struct {
 	PluginConfig []byte
 	// StepTimeout is every cluster's step timeout; zero means DefaultStepTimeout.
 	StepTimeout time.Duration
-	// Namespaces runs every cluster with the kit's network = "namespaces" (a replica a network
-	// of its own, on the system's ordinary ports): the teardown and plugin-death parts then
+	// Loopback runs every cluster with network = "loopback" (every server on 127.0.0.1 at ports
+	// of the cluster's block), where the plugin would run it in network namespaces: the
+	// fallback's test. Otherwise the suite runs the clusters on the network the plugin's Info
+	// names (cem.Capabilities.Network); in namespaces, the teardown and plugin-death parts
 	// check that the cluster's network went with it, in place of a busy port.
-	Namespaces bool
+	Loopback bool
 	// NoServers says that the plugin's processes are stand-ins that start no real server (the
 	// kit's in-memory system): the suite then runs under go test -short too.
 	NoServers bool
@@ -111,6 +113,7 @@ type suite struct {
 	drm         drms.DRM
 	params      aem.Params
 	info        cem.Info
+	namespaces  bool // the clusters run in network namespaces (Info's network)
 	callTimeout time.Duration
 }
 
@@ -123,20 +126,20 @@ func Run(t *testing.T, cfg Config) {
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
+	if cfg.Loopback {
+		cfg.PluginConfig = append(slices.Clip(cfg.PluginConfig), "\nnetwork = \"loopback\"\n"...)
+	}
 	s := &suite{cfg: cfg}
 	s.info = s.checkInfo(t, cfg.New())
 	d, err := s.lookup(cfg.DRM)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.namespaces = s.info.Capabilities.InNamespaces()
 	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
-	if partitions { // the kit runs a partition DRM in namespaces, whatever the table says
-		cfg.Namespaces = true
+	if partitions && !s.namespaces {
+		t.Skipf("DRM %s realises failures as partitions, which need network namespaces: %s", d.Name, s.info.Capabilities.Network)
 	}
-	if cfg.Namespaces {
-		cfg.PluginConfig = append(slices.Clip(cfg.PluginConfig), "\nnetwork = \"namespaces\"\n"...)
-	}
-	s.cfg = cfg
 	s.drm, s.params = d, defaultParams(d, cfg.Params)
 	s.checkDRM(t)
 	s.callTimeout = cem.DefaultCallTimeout(cfg.StepTimeout, s.params.Replicas)
@@ -155,7 +158,7 @@ func Run(t *testing.T, cfg Config) {
 		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
 	}
 	if partitions {
-		t.Run("partition", func(t *testing.T) { s.partition(t, plan.Schedules[0].Steps) })
+		t.Run("partition", func(t *testing.T) { s.partition(t, s.partitionSchedule(plan)) })
 	}
 	t.Run("teardown", func(t *testing.T) { s.teardown(t, plan.Schedules[0].Steps[0]) })
 	t.Run("crashed server", func(t *testing.T) { s.fault(t, syscall.SIGKILL, plan.Schedules[0].Steps) })
@@ -296,7 +299,7 @@ func (s *suite) oracle(t *testing.T) {
 // teardown checks Start with a busy port (on loopback), and Teardown after a failed Start and
 // after a step.
 func (s *suite) teardown(t *testing.T, first aem.Transition) {
-	if !s.cfg.Namespaces { // else a replica's ports are its own: none can be busy
+	if !s.namespaces { // else a replica's ports are its own: none can be busy
 		s.busyPort(t)
 	}
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, []aem.Transition{first})
@@ -332,31 +335,70 @@ func (s *suite) busyPort(t *testing.T) {
 	c.teardownChecked(t)
 }
 
+// partitionSchedule is the plan's first schedule whose divergences cut a replica off.
+func (s *suite) partitionSchedule(plan Plan) []aem.Transition {
+	for _, sc := range plan.Schedules {
+		state := s.drm.Model.Init(s.params)
+		cut := make([]bool, s.params.Replicas)
+		for i := range sc.Steps {
+			_, next, _ := aem.Take(s.drm.Model, s.params, &state, &sc.Steps[i])
+			cut = cutOff(s.drm.Model.Rules(), &state, &next, &sc.Steps[i], cut)
+			state = next
+			if slices.Contains(cut, true) {
+				return sc.Steps
+			}
+		}
+	}
+	return plan.Schedules[0].Steps
+}
+
+// cutOff says which replicas a partition cuts off after step t took the model from prev to
+// next, when before says which it cut off before: on the quorum rules, the replicas offline and
+// not crashed; on the link rules, those whose link a divergence failed, until a convergence
+// brings them back.
+func cutOff(rules aem.Rules, prev, next *aem.State, t *aem.Transition, before []bool) []bool {
+	cut := slices.Clone(before)
+	for a := range cut {
+		switch {
+		case rules != aem.LinkRules:
+			cut[a] = !next.On[a] && (next.Crashed == nil || !next.Crashed[a])
+		case t.Kind == aem.Divergence:
+			cut[a] = cut[a] || prev.Src[a] != aem.NoSource && next.Src[a] == aem.NoSource
+		default:
+			cut[a] = cut[a] && !next.On[a]
+		}
+	}
+	return cut
+}
+
 // partition realises a schedule of a partition DRM step by step: after each step every server
 // but a crashed replica's is alive (a partitioned replica stays up), the observations of
-// exactly the replicas the model has cut off (offline, not crashed) say so, and the plugin
-// reached every running replica to observe it. That a cut-off replica's peers cannot reach it
-// is the network's (package cem/netns) to show; here it shows as the minority writes that did
-// not commit.
+// exactly the replicas the model has cut off (cutOff) say so, and the plugin reached every
+// running replica to observe it. That a cut-off replica's peers cannot reach it is the
+// network's (package cem/netns) to show; here it shows as the minority writes that did not
+// commit.
 func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, steps)
 	if err := c.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	state := s.drm.Model.Init(s.params)
+	cut := make([]bool, s.params.Replicas)
 	for i := range steps {
 		rep, err := c.apply(t, i, &steps[i])
 		if err != nil {
 			t.Fatalf("step %d %s: %v", i+1, &steps[i], err)
 		}
-		_, state, _ = aem.Take(s.drm.Model, s.params, &state, &steps[i])
+		_, next, _ := aem.Take(s.drm.Model, s.params, &state, &steps[i])
+		cut = cutOff(s.drm.Model.Rules(), &state, &next, &steps[i], cut)
+		state = next
 		crashed := func(a int) bool { return state.Crashed != nil && state.Crashed[a] && !state.On[a] }
 		seen := map[int]map[string]string{}
 		for _, o := range rep.Observations {
 			seen[o.Replica] = o.Fields
 		}
 		running := 0
-		for a, on := range state.On {
+		for a := range state.On {
 			if crashed(a) {
 				continue
 			}
@@ -368,8 +410,8 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 				t.Errorf("after step %d %s: no observation of replica %d, which runs", i+1, &steps[i], a)
 			case f["error"] != "":
 				t.Errorf("after step %d %s: the plugin could not observe replica %d: %s", i+1, &steps[i], a, f["error"])
-			case (f[cem.ObserveNetwork] == cem.CutOff) == on:
-				t.Errorf("after step %d %s: replica %d is online=%v but observed %s=%q", i+1, &steps[i], a, on, cem.ObserveNetwork, f[cem.ObserveNetwork])
+			case (f[cem.ObserveNetwork] == cem.CutOff) != cut[a]:
+				t.Errorf("after step %d %s: replica %d is cut off=%v in the model but observed %s=%q", i+1, &steps[i], a, cut[a], cem.ObserveNetwork, f[cem.ObserveNetwork])
 			}
 		}
 		files, err := proc.PidFiles(c.spec.Dir)
@@ -544,7 +586,7 @@ func (s *suite) pluginDeath(t *testing.T) {
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("after the sweep: %s", l)
 	}
-	if s.cfg.Namespaces {
+	if s.namespaces {
 		// The namespaces were held by the plugin and its servers, all gone now.
 		if err := proc.WaitFor(context.Background(), pluginDeathTimeout, "the cluster's network to go with its plugin", func(context.Context) (bool, error) {
 			return !linkExists(netns.UplinkName(c.spec.Dir)), nil

@@ -36,6 +36,7 @@ var about = kit.About{
 		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
 	}},
 	PortsPerReplica: 1,
+	Ports:           []int{3306},
 }
 
 func main() { kit.Serve(about, &system{}) }
@@ -87,7 +88,13 @@ func asRoot() []string {
 // and copies it to every replica.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	init := filepath.Join(c.Spec.Dir, "init.sql")
-	sql := "CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;\n"
+	// root may connect from anywhere, with every privilege and no password: the plugin and
+	// every replica reach a server at its own address in the cluster's network, where only they
+	// are (or at 127.0.0.1 on loopback). The bootstrap runs without grant tables, so the account
+	// is a row of mysql.global_priv, as mariadb-install-db writes its own root accounts.
+	sql := "CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;\n" +
+		"INSERT INTO mysql.global_priv (Host, User, Priv) VALUES ('%', 'root', " +
+		"json_object('access', CAST(-1 AS UNSIGNED), 'plugin', 'mysql_native_password', 'authentication_string', ''));\n"
 	if err := os.WriteFile(init, []byte(sql), 0o644); err != nil {
 		return err
 	}
@@ -121,7 +128,7 @@ var innoDB = []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16
 // serverArgs are mariadbd's arguments for r's data directory, on r's port.
 func serverArgs(r *kit.Replica) []string {
 	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--tmpdir=" + tmpDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
-		"--bind-address=127.0.0.1", "--socket=mysqld.sock", "--pid-file=mysqld.pid",
+		"--bind-address=" + r.Host, "--skip-name-resolve", "--socket=mysqld.sock", "--pid-file=mysqld.pid",
 		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
 		"--gtid-strict-mode=ON", "--skip-slave-start"}, asRoot()...), innoDB...)
 }
@@ -139,7 +146,7 @@ func (s *system) query(ctx context.Context, r *kit.Replica, sql string, opts ...
 	if len(opts) == 0 {
 		opts = []string{"-NB"}
 	}
-	args := append([]string{"-h127.0.0.1", "-P" + strconv.Itoa(r.Ports[0]), "-uroot"}, opts...)
+	args := append([]string{"-h" + r.Host, "-P" + strconv.Itoa(r.Ports[0]), "-uroot"}, opts...)
 	return kit.Output(ctx, s.tool("mariadb"), append(args, "-e", sql)...)
 }
 
@@ -186,8 +193,8 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 // Follow links r to src. A replica whose primary restarts (a fresh copy) reconnects after
 // MASTER_CONNECT_RETRY seconds, 60 by default, which would outlast the step: 1.
 func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
-	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', "+
-		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Ports[0]))
+	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '%s', "+
+		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Host, src.Ports[0]))
 	return err
 }
 
@@ -255,7 +262,7 @@ func (s *system) Stop(ctx context.Context, r *kit.Replica) error {
 // starts following nobody.
 func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (bool, error) {
 	dump := filepath.Join(to.Dir, "snapshot.sql")
-	if _, err := kit.Output(ctx, s.tool("mariadb-dump"), "-h127.0.0.1", "-P"+strconv.Itoa(from.Ports[0]), "-uroot",
+	if _, err := kit.Output(ctx, s.tool("mariadb-dump"), "-h"+from.Host, "-P"+strconv.Itoa(from.Ports[0]), "-uroot",
 		"--single-transaction", "--gtid", "--master-data=1", "--databases", "modulo", "--result-file="+dump); err != nil {
 		return false, err
 	}
@@ -265,7 +272,7 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(to)); err != nil {
 		return false, err
 	}
-	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: s.cfg.Server, Args: serverArgs(to)})
+	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: s.cfg.Server, Args: serverArgs(to), NetNS: to.NetNS})
 	if err != nil {
 		return false, err
 	}

@@ -135,13 +135,13 @@ func (c *Config) mongodPath() (string, error) {
 		envMongod, os.Getenv("PATH"), envMongod)
 }
 
-// mongodArgs is the command line of one member's mongod: a replica-set member on 127.0.0.1:port
+// mongodArgs is the command line of one member's mongod: a replica-set member on host:port
 // with its data in dbPath. Journaling is not an option: replica-set members on WiredTiger
 // always journal (4.0+), and 6.1 removed the flags.
-func (c *Config) mongodArgs(port int, dbPath string) []string {
+func (c *Config) mongodArgs(host string, port int, dbPath string) []string {
 	args := []string{
 		"--replSet", replSetName,
-		"--bind_ip", "127.0.0.1",
+		"--bind_ip", host,
 		"--port", strconv.Itoa(port),
 		"--dbpath", dbPath,
 		// No socket file in /tmp, which a SIGKILLed mongod would leave behind.

@@ -167,7 +167,7 @@ func TestMongodArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.mongodArgs(20001, "/data/member-1/db")
+	got := c.mongodArgs("127.0.0.1", 20001, "/data/member-1/db")
 	want := []string{
 		"--replSet", "modulo", "--bind_ip", "127.0.0.1", "--port", "20001",
 		"--dbpath", "/data/member-1/db", "--nounixsocket",
@@ -200,7 +200,7 @@ func TestInitiateConfigGolden(t *testing.T) {
 		{"initiate-3.golden.json", 20000, 3, defaults},
 		{"initiate-5-custom.golden.json", 21000, 5, custom},
 	} {
-		doc := initiateConfig(tc.base, tc.n, &tc.cfg)
+		doc := initiateConfig(hostsOn(tc.base, tc.n), &tc.cfg)
 		b, err := bson.MarshalExtJSONIndent(doc, true, false, "", "  ")
 		if err != nil {
 			t.Fatal(err)
@@ -216,7 +216,7 @@ func TestInitiateConfigElectable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := bson.Marshal(initiateConfig(20000, 5, &c))
+	raw, err := bson.Marshal(initiateConfig(hostsOn(20000, 5), &c))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command mongodb is modulo's MongoDB plugin (built as modulo-plugin-mongodb): it realises the
-// DRM Q/C/M on a replica set of mongod processes on 127.0.0.1. It is built from package kit,
+// DRM Q/C/M on a replica set of mongod processes, each at the address the kit gives it. It is built from package kit,
 // as the etcd and ZooKeeper plugins are: it says how to start a member, write and read the
 // schedule's documents, find the primary (calling an election when there is none), tell whether
 // the members hold the same optimes and whether a write is durable in a member's oplog; the kit
@@ -17,7 +17,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-var about = kit.About{Name: "mongodb", DRMs: []string{"qcm"}, PortsPerReplica: 1}
+var about = kit.About{Name: "mongodb", DRMs: []string{"qcm"}, PortsPerReplica: 1, Ports: []int{27017}}
 
 func main() { kit.Serve(about, &system{}) }
 
@@ -67,7 +67,7 @@ func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 		old.close(context.Background())
 		delete(s.conns, r)
 	}
-	return kit.Command{Path: s.mongod, Args: s.cfg.mongodArgs(r.Ports[0], db)}, nil
+	return kit.Command{Path: s.mongod, Args: s.cfg.mongodArgs(r.Host, r.Ports[0], db)}, nil
 }
 
 // conn returns the connection to r's current start.
@@ -152,7 +152,11 @@ func (s *system) primary(ctx context.Context, c *kit.Cluster, online []*kit.Repl
 		if err != nil {
 			return nil, nil, "", err
 		}
-		if err := first.initiate(ctx, initiateConfig(c.Spec.BasePort, len(c.Replicas), &s.cfg)); err != nil {
+		var hosts []string
+		for _, r := range c.Replicas {
+			hosts = append(hosts, r.Addr(0))
+		}
+		if err := first.initiate(ctx, initiateConfig(hosts, &s.cfg)); err != nil {
 			return nil, nil, err.Error(), nil
 		}
 		s.initiated = true

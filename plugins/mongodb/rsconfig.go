@@ -1,10 +1,6 @@
 package main
 
-import (
-	"fmt"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-)
+import "go.mongodb.org/mongo-driver/v2/bson"
 
 // replSetName is the replica set's name (--replSet and the configuration's _id).
 const replSetName = "modulo"
@@ -13,11 +9,8 @@ const replSetName = "modulo"
 // replica, so every member votes.
 const maxVoters = 7
 
-// hostOf is the host:port of the member on port, as the replica-set configuration and
-// replSetGetStatus name it.
-func hostOf(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
-
-// initiateConfig is the replSetInitiate document for n members on basePort.. (see
+// initiateConfig is the replSetInitiate document for members at hosts, each "host:port" as
+// replSetGetStatus will name it (see
 // https://www.mongodb.com/docs/manual/reference/replica-configuration/). The choices, and why:
 //
 //   - Every member votes and has priority 1. The model's quorum is any n/2+1 replicas, so any
@@ -40,12 +33,12 @@ func hostOf(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
 //     secondary during a divergence does not cut off another one. MongoDB 5.0.2 and later
 //     ignore it unless enableOverrideClusterChainingSetting is set; the plugin's waits observe
 //     optimes and do not depend on it.
-func initiateConfig(basePort, n int, c *Config) bson.D {
+func initiateConfig(hosts []string, c *Config) bson.D {
 	members := bson.A{}
-	for i := range n {
+	for i, host := range hosts {
 		members = append(members, bson.D{
 			{Key: "_id", Value: int32(i)},
-			{Key: "host", Value: hostOf(basePort + i)},
+			{Key: "host", Value: host},
 			{Key: "priority", Value: 1.0},
 			{Key: "votes", Value: int32(1)},
 		})

@@ -267,3 +267,16 @@ func TestHoldDurably(t *testing.T) {
 		})
 	}
 }
+
+// hostOf is the host:port of the member on port of a loopback cluster, as the replica-set
+// configuration and replSetGetStatus name it.
+func hostOf(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+
+// hostsOn are the hosts of n members on ports from base.
+func hostsOn(base, n int) []string {
+	var hosts []string
+	for i := range n {
+		hosts = append(hosts, hostOf(base+i))
+	}
+	return hosts
+}

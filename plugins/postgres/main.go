@@ -42,6 +42,7 @@ var about = kit.About{
 		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
 	}},
 	PortsPerReplica: 1,
+	Ports:           []int{5432},
 }
 
 func main() { kit.Serve(about, &system{}) }
@@ -143,7 +144,6 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		return err
 	}
 	conf := strings.Join([]string{
-		"listen_addresses = '127.0.0.1'",
 		"unix_socket_directories = ''",
 		"wal_level = replica",
 		"max_wal_senders = 10",
@@ -155,13 +155,13 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		// segments behind, and campaigns fill the host's memory with them.
 		"dynamic_shared_memory_type = mmap",
 	}, "\n") + "\n"
-	f, err := os.OpenFile(filepath.Join(template, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(conf)
-	if err := errors.Join(err, f.Close()); err != nil {
-		return err
+	// initdb trusts 127.0.0.1 alone; in a cluster's network the plugin and the standbys come
+	// from the replicas' subnet, where only they are.
+	hba := "host all all samenet trust\nhost replication all samenet trust\n"
+	for name, text := range map[string]string{"postgresql.conf": conf, "pg_hba.conf": hba} {
+		if err := appendTo(filepath.Join(template, name), text); err != nil {
+			return err
+		}
 	}
 	if err := s.single(ctx, template, "CREATE TABLE kv (k text PRIMARY KEY, v text NOT NULL);"); err != nil {
 		return err
@@ -180,6 +180,16 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		}
 	}
 	return nil
+}
+
+// appendTo appends text to the file at path, made (mode 0600) if missing.
+func appendTo(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	return errors.Join(err, f.Close())
 }
 
 // reachable opens the cluster's directory dir to u, who runs the servers, and checks that u
@@ -257,13 +267,13 @@ func (s *system) single(ctx context.Context, dir, sql string) error {
 }
 
 func (s *system) Command(_ *kit.Cluster, r *kit.Replica) (kit.Command, error) {
-	argv := append(slices.Clone(s.asUser), filepath.Join(s.bin, "postgres"), "-D", dataDir(r), "-p", strconv.Itoa(r.Ports[0]))
+	argv := append(slices.Clone(s.asUser), filepath.Join(s.bin, "postgres"), "-D", dataDir(r), "-h", r.Host, "-p", strconv.Itoa(r.Ports[0]))
 	return kit.Command{Path: argv[0], Args: argv[1:]}, nil
 }
 
 // sql runs a statement on r and returns its rows, tab-separated.
 func (s *system) sql(ctx context.Context, r *kit.Replica, stmt string) (string, error) {
-	return kit.Output(ctx, filepath.Join(s.bin, "psql"), "-X", "-h", "127.0.0.1", "-p", strconv.Itoa(r.Ports[0]),
+	return kit.Output(ctx, filepath.Join(s.bin, "psql"), "-X", "-h", r.Host, "-p", strconv.Itoa(r.Ports[0]),
 		"-U", "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-At", "-F", "\t", "-c", stmt)
 }
 
@@ -344,7 +354,7 @@ func (s *system) Stop(ctx context.Context, r *kit.Replica) error {
 
 // conninfo is how a standby of src connects to it.
 func conninfo(src *kit.Replica) string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", src.Ports[0])
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=postgres", src.Host, src.Ports[0])
 }
 
 // standbyOf makes r, whose server is down, start in recovery as a standby of src.
@@ -470,12 +480,7 @@ func parseLSN(text string) (uint64, error) {
 // (and a base backup taken from it) must read it.
 func appendOwned(r *kit.Replica, name, text string) error {
 	path := filepath.Join(dataDir(r), name)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if err := errors.Join(err, f.Close()); err != nil {
+	if err := appendTo(path, text); err != nil {
 		return err
 	}
 	fi, err := os.Stat(dataDir(r))

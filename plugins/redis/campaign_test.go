@@ -47,9 +47,9 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			resultsDir := filepath.Join(dir, "results")
 			// The paper's fixed waits leave the servers idle: more workers than cores.
 			workers := 6
-			base := plugintest.FreePorts(t, workers*10)
+			plugintest.Servers(t)
 			var out, errOut bytes.Buffer
-			err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, Preset: "paper", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base}})
+			err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, Preset: "paper", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers}})
 			recs, rerr := results.ReadRecords(filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"), results.RecordsFile))
 			if rerr != nil {
 				t.Fatalf("%v (run: %v)\n%s", rerr, err, errOut.String())
@@ -86,7 +86,7 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			if code := cmdutil.Code(err); code != want {
 				t.Errorf("exit status %d (%v), want %d", code, err, want)
 			}
-			if left := serversOn(t, base, workers*10); len(left) > 0 {
+			if left := plugintest.ProcessesUnder(t, dir); len(left) > 0 {
 				t.Errorf("servers left: %v", left)
 			}
 			t.Logf("%s ops=%d replicas=%d, paper preset: %s", tt.drm, tt.ops, tt.n, strings.TrimSpace(out.String()))

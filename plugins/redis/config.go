@@ -40,8 +40,15 @@ type Config struct {
 	// ReplBacklogTTL is repl-backlog-ttl in seconds: how long a master with no replica left
 	// keeps its backlog. Unset keeps the server's default (3600).
 	ReplBacklogTTL *int `toml:"repl_backlog_ttl"`
-	// ReplTimeout is repl-timeout in seconds; unset keeps the server's default (60).
+	// ReplTimeout is repl-timeout in seconds; unset keeps the server's default (60), but in a
+	// DRM whose link failures are partitions (snr), where it is 5: a replica cut off from its
+	// source notices only when this long passed without a byte from it, and a divergence waits
+	// until it has (kit.Isolation).
 	ReplTimeout *int `toml:"repl_timeout"`
+	// ReplPingPeriod is repl-ping-slave-period in seconds, how often a source pings its
+	// replicas; unset keeps the server's default (10), but where link failures are partitions,
+	// where it is 1: a ping period longer than repl_timeout times an idle link out.
+	ReplPingPeriod *int `toml:"repl_ping_period"`
 	// ReplDisklessSync is repl-diskless-sync (default false: full syncs go through an RDB file,
 	// as they do on every server before 7.0).
 	ReplDisklessSync bool `toml:"repl_diskless_sync"`
@@ -166,6 +173,17 @@ func parseConfig(decode func(any) error, drm string) (Config, error) {
 	return c, nil
 }
 
+// partitionDefaults sets what a DRM whose link failures are partitions needs and the section
+// leaves unset: a replica that notices within a step that its source is out of reach.
+func (c *Config) partitionDefaults() {
+	if c.ReplTimeout == nil {
+		c.ReplTimeout = ptr(5)
+	}
+	if c.ReplPingPeriod == nil {
+		c.ReplPingPeriod = ptr(1)
+	}
+}
+
 func (c *Config) setDefaults() {
 	if c.AppendOnly == nil {
 		c.AppendOnly = ptr(true)
@@ -210,6 +228,9 @@ func (c *Config) check() error {
 	}
 	if c.ReplTimeout != nil && *c.ReplTimeout < 1 {
 		errs = append(errs, fmt.Errorf("repl_timeout must be at least 1 second, got %d", *c.ReplTimeout))
+	}
+	if c.ReplPingPeriod != nil && *c.ReplPingPeriod < 1 {
+		errs = append(errs, fmt.Errorf("repl_ping_period must be at least 1 second, got %d", *c.ReplPingPeriod))
 	}
 	if c.Hz < 1 || c.Hz > 500 {
 		errs = append(errs, fmt.Errorf("hz must be between 1 and 500, got %d", c.Hz))
@@ -267,12 +288,12 @@ func (c *Config) serverPath() (string, error) {
 }
 
 // settings are the server settings of one replica's redis.conf.
-func (c *Config) settings(port int, dir string) dialect.Settings {
+func (c *Config) settings(host string, port int, dir string) dialect.Settings {
 	return dialect.Settings{
-		Port: port, Dir: dir, Hz: c.Hz,
+		Host: host, Port: port, Dir: dir, Hz: c.Hz,
 		AppendOnly: *c.AppendOnly, AppendFsync: c.AppendFsync, AutoAOFRewriteMinSize: c.AutoAOFRewriteMinSize, Save: c.Save,
 		Databases:       c.Databases,
-		ReplBacklogSize: c.ReplBacklogSize, ReplBacklogTTL: c.ReplBacklogTTL, ReplTimeout: c.ReplTimeout,
+		ReplBacklogSize: c.ReplBacklogSize, ReplBacklogTTL: c.ReplBacklogTTL, ReplTimeout: c.ReplTimeout, ReplPingPeriod: c.ReplPingPeriod,
 		ReplDisklessSync: c.ReplDisklessSync, ReplDisklessSyncDelay: c.ReplDisklessSyncDelay,
 	}
 }

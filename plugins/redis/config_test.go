@@ -178,7 +178,7 @@ func TestSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := d.Config(c.settings(7001, "/tmp/x y"))
+	ds, err := d.Config(c.settings("127.0.0.1", 7001, "/tmp/x y"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,10 @@ import (
 	"github.com/modulo-testing/modulo/schedules"
 )
 
-// testSpec is a cluster spec for a test: a fresh directory and free ports.
+// testSpec is a cluster spec for a test: a fresh directory and free ports on 127.0.0.1. These
+// tests observe the servers apart from the plugin, by their ports on 127.0.0.1 (connect,
+// serversOn, MONITOR), so they run on the kit's loopback network, and test it; the conformance
+// suite and the campaigns run in network namespaces.
 func testSpec(t testing.TB, drm string, ops, n int, config string) cem.ClusterSpec {
 	t.Helper()
 	return cem.ClusterSpec{
@@ -31,7 +34,7 @@ func testSpec(t testing.TB, drm string, ops, n int, config string) cem.ClusterSp
 		Dir:         t.TempDir(),
 		BasePort:    plugintest.FreePorts(t, n),
 		ScheduleID:  "test",
-		Config:      []byte(config),
+		Config:      []byte(config + "\nnetwork = \"loopback\"\n"),
 		StepTimeout: 20 * time.Second,
 	}
 }

@@ -33,8 +33,8 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 	if err != nil {
 		return false, "", err
 	}
-	if ri["role"] != "slave" || ri["master_port"] != strconv.Itoa(src.Ports[0]) {
-		return false, "role " + ri["role"] + " of port " + ri["master_port"], nil
+	if ri["role"] != "slave" || ri["master_host"] != src.Host || ri["master_port"] != strconv.Itoa(src.Ports[0]) {
+		return false, "role " + ri["role"] + " of " + ri["master_host"] + ":" + ri["master_port"], nil
 	}
 	if ri["master_link_status"] != "up" || ri["master_sync_in_progress"] != "0" {
 		return false, "link " + ri["master_link_status"] + ", sync in progress " + ri["master_sync_in_progress"], nil
@@ -49,7 +49,7 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 	if repOff != srcOff {
 		return false, fmt.Sprintf("offset %d vs %d", repOff, srcOff), nil
 	}
-	view, listed := replicaView(si, r.Ports[0])
+	view, listed := replicaView(si, r)
 	switch {
 	case !listed:
 		return false, "the source does not list the replica", nil
@@ -88,7 +88,7 @@ func (s *system) awaitAck(ctx context.Context, r, src *kit.Replica, offset int64
 		if err != nil {
 			return false, err
 		}
-		if view, listed := replicaView(si, r.Ports[0]); listed && view.state == "online" && view.offset == offset {
+		if view, listed := replicaView(si, r); listed && view.state == "online" && view.offset == offset {
 			return true, nil
 		}
 	}
@@ -113,6 +113,16 @@ func requestAck(ctx context.Context, r *kit.Replica) error {
 	return nil
 }
 
+// Isolated tells whether r, cut off from its source by a partition, says so: its link is down
+// (repl_timeout after the last byte it had from the source).
+func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (bool, string, error) {
+	ri, err := s.info(ctx, r, "replication")
+	if err != nil {
+		return false, "", err
+	}
+	return ri["master_link_status"] == "down", "master_link_status " + ri["master_link_status"], nil
+}
+
 // replicaEntry is one "slaveN:ip=...,port=...,state=...,offset=...,lag=..." line of a
 // source's INFO replication: the source's own view of a replica.
 type replicaEntry struct {
@@ -120,8 +130,8 @@ type replicaEntry struct {
 	offset int64
 }
 
-// replicaView finds the source's view of the replica listening on port.
-func replicaView(info map[string]string, port int) (replicaEntry, bool) {
+// replicaView finds the source's view of replica r, by the address it listens on.
+func replicaView(info map[string]string, r *kit.Replica) (replicaEntry, bool) {
 	for k, v := range info {
 		if !strings.HasPrefix(k, "slave") || !strings.Contains(v, "state=") {
 			continue
@@ -132,7 +142,7 @@ func replicaView(info map[string]string, port int) (replicaEntry, bool) {
 				fields[a] = b
 			}
 		}
-		if fields["port"] != strconv.Itoa(port) {
+		if fields["ip"] != r.Host || fields["port"] != strconv.Itoa(r.Ports[0]) {
 			continue
 		}
 		off, err := strconv.ParseInt(fields["offset"], 10, 64)

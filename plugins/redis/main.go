@@ -2,8 +2,9 @@
 // S/CL/R on redis-server (Debian's 7.0 by default), built from package kit, which runs the
 // cluster and realises the models' links, failures and waits.
 //
-// Each replica is one redis-server on 127.0.0.1 with a directory of its own (redis-<i>:
-// redis.conf, data, log, pid file). The plugin asks the configured binary its version and
+// Each replica is one redis-server at the address the kit gives it (its own network namespace
+// and port 6379, or 127.0.0.1 at a port of the cluster's block) with a directory of its own
+// (redis-<i>: redis.conf, data, log, pid file). The plugin asks the configured binary its version and
 // writes only the configuration and commands that version accepts (package dialect: SLAVEOF
 // before 5.0, no protected-mode before 3.2, no diskless sync before 2.8.18, the AOF in
 // appendonlydir from 7.0, ...). Its waits observe the servers (INFO on both sides of a link,
@@ -14,6 +15,6 @@ package main
 
 import "github.com/modulo-testing/modulo/cem/kit"
 
-var about = kit.About{Name: "redis", DRMs: []string{"ssr", "slr", "sclr"}, PortsPerReplica: 1}
+var about = kit.About{Name: "redis", DRMs: []string{"ssr", "slr", "snr", "sclr"}, PortsPerReplica: 1, Ports: []int{6379}}
 
 func main() { kit.Serve(about, &system{}) }

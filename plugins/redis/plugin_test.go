@@ -25,7 +25,7 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Name != "redis" || info.Version == "" || info.Capabilities.PortsPerReplica != 1 ||
-		strings.Join(info.Capabilities.DRMs, ",") != "ssr,slr,sclr" {
+		strings.Join(info.Capabilities.DRMs, ",") != "ssr,slr,snr,sclr" {
 		t.Errorf("Info = %+v", info)
 	}
 	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(info.ServerVersion) {

@@ -115,6 +115,9 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
 	if s.cfg, err = parseConfig(s.decode, c.Spec.DRM); err != nil {
 		return err
 	}
+	if c.Partitioned() {
+		s.cfg.partitionDefaults()
+	}
 	path, v, err := s.findServer(ctx)
 	if err != nil {
 		return err
@@ -129,7 +132,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
 	s.server, s.dialect, s.c = path, dl, c
 	s.servers, s.writes, s.acks = map[*kit.Replica]*server{}, map[write][]set{}, map[*kit.Replica]time.Time{}
 	for _, r := range c.Replicas {
-		ds, err := dl.Config(s.cfg.settings(r.Ports[0], r.Dir))
+		ds, err := dl.Config(s.cfg.settings(r.Host, r.Ports[0], r.Dir))
 		if err != nil {
 			return err
 		}
@@ -343,7 +346,7 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 }
 
 func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
-	return s.replicaOf(ctx, r, "127.0.0.1", strconv.Itoa(src.Ports[0]))
+	return s.replicaOf(ctx, r, src.Host, strconv.Itoa(src.Ports[0]))
 }
 
 func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {

@@ -95,7 +95,7 @@ func TestNewErrors(t *testing.T) {
 		{"no ports", NewOptions{Name: "etcd", DRM: "qce", Ports: 0}, "--ports must be between 1 and 16, got 0"},
 		{"DRM of another plugin", NewOptions{Name: "etcd", DRM: "qcz", Ports: 1}, "DRM qcz is realised by the zookeeper plugin; a new plugin declares a DRM of its own: give its model with --model"},
 		{"own DRM with a built-in name", NewOptions{Name: "etcd", DRM: "qce", Model: "qcz", Ports: 1}, `plugin etcd declares DRM "qce": the built-in DRM qce (Q/C/E, realised by the etcd plugin) has that name`},
-		{"new DRM without model", NewOptions{Name: "tikv", DRM: "qct", Ports: 1}, `DRM "qct" is not built in (qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr): give the model its rules follow with --model qcz, ssr, slr or sclr`},
+		{"new DRM without model", NewOptions{Name: "tikv", DRM: "qct", Ports: 1}, `DRM "qct" is not built in (qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, snr, ssr): give the model its rules follow with --model qcz, ssr, slr or sclr`},
 		{"unknown model", NewOptions{Name: "tikv", Model: "raft", Ports: 1}, `unknown rule set "raft" (quorum or qcz, suspend or ssr, link or slr, crash-link or sclr, crash-partition)`},
 		{"existing file", NewOptions{Name: "etcd", DRM: "qce", Ports: 1, Dir: dir}, filepath.Join(dir, "main.go") + " exists; pass --force to overwrite it"},
 	}

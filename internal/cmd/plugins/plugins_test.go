@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -96,8 +95,8 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 		t.Fatalf("modulo gen --drm qcx: %v\n%s", err, out)
 	}
 	resultsDir := filepath.Join(work, "results")
-	base := plugintest.FreePorts(t, 10)
-	out, err = modulo("run", file, "--plugin-dir", bin, "--results-dir", resultsDir, "--workers", "1", "--base-port", strconv.Itoa(base))
+	plugintest.Servers(t)
+	out, err = modulo("run", file, "--plugin-dir", bin, "--results-dir", resultsDir, "--workers", "1")
 	if err != nil || !strings.Contains(out, "schedules: 6, pass: 6") {
 		t.Fatalf("modulo run: %v\n%s", err, out)
 	}

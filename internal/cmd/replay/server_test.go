@@ -27,7 +27,7 @@ import (
 func TestReplayAsksTheCampaignsServer(t *testing.T) {
 	server := plugintest.CachedServer(t, filepath.Join("redis", "4.0.2", "redis-server"))
 	pluginDir := plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
-	base := plugintest.FreePorts(t, 3)
+	plugintest.Servers(t)
 	dir := t.TempDir()
 	file, cfgFile := filepath.Join(dir, "slr.sched"), filepath.Join(dir, "old.toml")
 	d, err := drms.Lookup("slr")
@@ -52,7 +52,7 @@ func TestReplayAsksTheCampaignsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	resultsDir, workers, timeout := filepath.Join(dir, "results"), 1, 10*time.Second
-	overrides := config.Overrides{PluginDir: &pluginDir, BasePort: &base, StepTimeout: &timeout}
+	overrides := config.Overrides{PluginDir: &pluginDir, StepTimeout: &timeout}
 	runOverrides := overrides
 	runOverrides.ResultsDir, runOverrides.Workers = &resultsDir, &workers
 	var out bytes.Buffer

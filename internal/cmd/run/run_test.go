@@ -98,7 +98,7 @@ func TestRunBadInput(t *testing.T) {
 		wantErr string
 	}{
 		{"no such file", Options{File: "missing.sched"}, "open schedule file: open missing.sched: no such file or directory"},
-		{"unknown drm", Options{File: ssrFile, DRM: "raft"}, `unknown DRM "raft" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, ssr)`},
+		{"unknown drm", Options{File: ssrFile, DRM: "raft"}, `unknown DRM "raft" (known: qce, qcm, qcne, qcnz, qcz, qne, qnz, qpe, qpz, sclr, slr, snr, ssr)`},
 		{"drm differs from the file's", Options{File: ssrFile, DRM: "S/L/R"}, ssrFile + " holds ssr schedules, not slr"},
 		{"unknown id", Options{File: ssrFile, IDs: []string{"9e00953181d87464", "ffffffffffffffff", "0000000000000000"}},
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},

@@ -87,16 +87,16 @@ func brokenCampaign(t *testing.T) env {
 			t.Fatal(err)
 		}
 	}
-	base := plugintest.FreePorts(t, 20)
+	plugintest.Servers(t)
 	resultsDir, workers, timeout := filepath.Join(dir, "results"), 2, stepTimeout
 	var out, errOut bytes.Buffer
-	err = run.Run(&run.Options{Out: &out, ErrOut: &errOut, File: file, IDs: campaignIDs, ConfigFile: broken, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base, StepTimeout: &timeout}})
+	err = run.Run(&run.Options{Out: &out, ErrOut: &errOut, File: file, IDs: campaignIDs, ConfigFile: broken, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, StepTimeout: &timeout}})
 	if code := cmdutil.Code(err); code != cmdutil.ExitFailed {
 		t.Fatalf("campaign: exit status %d (%v), want %d (failures)\n%s%s", code, err, cmdutil.ExitFailed, out.String(), errOut.String())
 	}
 	return env{
 		dir: dir, campaign: filepath.Join(resultsDir, "slr"), plain: plain,
-		settings: cmdutil.Settings{Overrides: config.Overrides{PluginDir: &pluginDir, BasePort: &base, StepTimeout: &timeout}},
+		settings: cmdutil.Settings{Overrides: config.Overrides{PluginDir: &pluginDir, StepTimeout: &timeout}},
 	}
 }
 

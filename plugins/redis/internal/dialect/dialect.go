@@ -122,6 +122,8 @@ func For(v Version) (Dialect, error) {
 // Settings are what the plugin wants in a replica's redis.conf. The pointer fields are
 // optional: nil keeps the server's default.
 type Settings struct {
+	// Host and Port are the address the server listens on (bind and port).
+	Host string
 	Port int
 	Dir  string
 	Hz   int
@@ -137,6 +139,7 @@ type Settings struct {
 	ReplBacklogSize string
 	ReplBacklogTTL  *int
 	ReplTimeout     *int
+	ReplPingPeriod  *int // repl-ping-slave-period, a name every version knows (5.0's replica-* alias it)
 	// ReplDisklessSync and ReplDisklessSyncDelay are repl-diskless-sync and its delay. Before
 	// 2.8.18 there is no diskless sync: false and 0 are what such a server does anyway, and
 	// anything else is an error.
@@ -165,7 +168,7 @@ func (d Dialect) Config(s Settings) ([]Directive, error) {
 		return "no"
 	}
 	add("port", strconv.Itoa(s.Port))
-	add("bind", "127.0.0.1")
+	add("bind", s.Host)
 	if d.Version.AtLeast(protected) {
 		// Before 3.2 there is no protected mode: every client may connect, as here.
 		add("protected-mode", "no")
@@ -212,6 +215,9 @@ func (d Dialect) Config(s Settings) ([]Directive, error) {
 	}
 	if s.ReplTimeout != nil {
 		add("repl-timeout", strconv.Itoa(*s.ReplTimeout))
+	}
+	if s.ReplPingPeriod != nil {
+		add("repl-ping-slave-period", strconv.Itoa(*s.ReplPingPeriod))
 	}
 	return ds, nil
 }

@@ -75,7 +75,7 @@ func TestFor(t *testing.T) {
 func goldenSettings() Settings {
 	ttl, timeout := 1, 5
 	return Settings{
-		Port: 7000, Dir: "/data/replica-0", Hz: 100,
+		Host: "127.0.0.1", Port: 7000, Dir: "/data/replica-0", Hz: 100,
 		AppendOnly: true, AppendFsync: "everysec", Save: "",
 		ReplBacklogSize: "1mb", ReplBacklogTTL: &ttl, ReplTimeout: &timeout,
 	}
