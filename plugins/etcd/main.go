@@ -1,6 +1,6 @@
 // Command modulo-plugin-etcd is modulo's etcd plugin: it realises the quorum model on a cluster
-// of etcd members (Debian's etcd-server 3.4), each on 127.0.0.1 with a client and a peer port,
-// or, with the kit's network = "namespaces" (Q/N/E), at an address of its own on 2379 and 2380.
+// of etcd members (Debian's etcd-server 3.4), each at an address of its own on 2379 and 2380
+// (the kit's network namespaces), or on loopback at a client and a peer port of 127.0.0.1.
 // It is built from package kit, as docs/writing-a-plugin.md builds it step by step: it says how
 // to start a member, write and read keys through etcd's JSON gateway (/v3/kv/...), find the
 // leader and tell whether the members have caught up (/v3/maintenance/status), and whether a

@@ -1,8 +1,8 @@
 // Command modulo-plugin-nats is modulo's NATS JetStream plugin: it realises the DRM Q/C/N, the
 // Q/C/Z model on one replicated JetStream stream, on a cluster of nats-server processes (Debian's
-// 2.9.10) on 127.0.0.1, each with a client, a route and a monitoring port and a store of its own,
-// or, with the kit's network = "namespaces" (Q/N/N), at an address of its own on 4222, 6222 and
-// 8222.
+// 2.9.10), each at an address of its own on 4222, 6222 and 8222 (the kit's network namespaces)
+// or on loopback at a client, a route and a monitoring port of 127.0.0.1, with a store of its
+// own.
 // It is built from package kit: it says how to start a server, publish a write to the stream,
 // read what one server's store holds, find the stream's leader and tell whether the servers
 // hold the same stream; the kit does the rest. README.md tells how each step is realised.

@@ -1,6 +1,6 @@
 // Command modulo-plugin-zookeeper is modulo's plugin for ZooKeeper: it realises the Q/C/Z DRM
-// on an ensemble of ZooKeeper servers, each a JVM of its own on 127.0.0.1 or, with the kit's
-// network = "namespaces", at an address of its own on ZooKeeper's own ports. It is built
+// on an ensemble of ZooKeeper servers, each a JVM of its own at an address of its own on
+// ZooKeeper's own ports (the kit's network namespaces), or on loopback at ports of 127.0.0.1. It is built
 // from package kit: it says how to start a server, write and read znodes through a session with
 // one server, find the leader and tell whether the ensemble has caught up (four-letter words),
 // and whether a write is in a server's transaction log on disk; the kit does the rest.

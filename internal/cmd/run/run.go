@@ -212,7 +212,7 @@ failed but some were incomplete, errors or not run, 2 on bad input.`,
 	f.StringVar(&resultsDir, "results-dir", "", "put the campaign's results under `DIR` (default modulo-results)")
 	f.StringVar(&pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
 	f.IntVar(&workers, "workers", 0, "run `N` schedules at once (default: one per CPU)")
-	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range (default 20000)")
+	f.IntVar(&basePort, "base-port", 0, "first `PORT` of worker 0's range on 127.0.0.1, for a plugin that runs on loopback, not in network namespaces (default 20000)")
 	f.DurationVar(&stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
 	f.BoolVar(&ephemeral, cmdutil.EphemeralFlag, false, cmdutil.EphemeralUsage)
 	f.StringVar(&opts.Order, "order", OrderFile, "run the schedules in the file's `ORDER` (file), or so that every transition of the model's state graph (a state and a step out of it) is taken as early as possible (coverage), then the rest")
