@@ -49,8 +49,10 @@ func Prepare(ctx context.Context, cfg config.Config, d drms.DRM, replicas int, s
 	if info.Capabilities.InNamespaces() { // every replica listens at an address of its own: no port of a block is used
 		return info, launch, nil
 	}
-	fmt.Fprintf(stderr, "modulo: plugin %s: servers listen on 127.0.0.1, each worker's at ports from %d, not in network namespaces of their own (%s)\n",
-		info.Name, cfg.BasePort, strings.TrimPrefix(info.Capabilities.Network, cem.NetworkLoopback+": "))
+	if why, ok := strings.CutPrefix(info.Capabilities.Network, cem.NetworkLoopback+": "); ok { // a plugin from before namespaces says nothing
+		fmt.Fprintf(stderr, "modulo: plugin %s: servers listen on 127.0.0.1, each worker's at ports from %d, not in network namespaces of their own: %s\n",
+			info.Name, cfg.BasePort, why)
+	}
 	stride := Stride(replicas, info.Capabilities.PortsPerReplica)
 	if err := checkPorts(cfg.BasePort, cfg.Workers*stride, cfg.AllowEphemeralPorts, stderr); err != nil {
 		return cem.Info{}, nil, err

@@ -156,6 +156,28 @@ func TestRedisEndToEnd(t *testing.T) {
 	}
 }
 
+// TestRedisLoopback runs a campaign on the loopback fallback, which a plugin's table asks for:
+// every server on 127.0.0.1 at a port of its worker's block, and the run says so and why.
+func TestRedisLoopback(t *testing.T) {
+	pluginDir := buildRedisPlugin(t)
+	dir := t.TempDir()
+	file, total := writeSchedules(t, dir, "slr", 1, 3)
+	cfgFile := filepath.Join(dir, "loopback.toml")
+	if err := os.WriteFile(cfgFile, []byte("[redis]\nnetwork = \"loopback\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resultsDir, workers, base := filepath.Join(dir, "results"), 2, plugintest.FreePorts(t, 20)
+	var out, errOut bytes.Buffer
+	err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, ConfigFile: cfgFile,
+		Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, BasePort: &base}})
+	r := redisRun{out.String(), errOut.String(), err, filepath.Join(resultsDir, "slr")}
+	checkRun(t, r, total, resultsDir)
+	want := fmt.Sprintf(`modulo: plugin redis: servers listen on 127.0.0.1, each worker's at ports from %d, not in network namespaces of their own: the table sets network = "loopback"`, base)
+	if !strings.Contains(r.errOut, want+"\n") {
+		t.Errorf("stderr:\n%s\nwant a line %q", r.errOut, want)
+	}
+}
+
 // TestRedisInterrupt stops a run as Ctrl-C does once a schedule is recorded: no server may
 // be left, and running again must run exactly the schedules not recorded.
 func TestRedisInterrupt(t *testing.T) {
