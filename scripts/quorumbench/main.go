@@ -7,6 +7,7 @@
 //	scripts/setup && go run ./scripts/quorumbench                    # qcn, qcz, qce at ops=1
 //	go run ./scripts/quorumbench -ops 2 -workers 2
 //	go run ./scripts/quorumbench -drms qcz,qnz,qce,qne -ops 2        # a partition step against a crash step
+//	go run ./scripts/quorumbench -drms slr,snr -ops 1                # Redis: a link failure as a partition against REPLICAOF NO ONE
 package main
 
 import (
