@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,9 @@ type savedKit struct {
 	Written     []string    `json:"written"`
 	Acked       []cem.Write `json:"acked"`
 	Saved       cem.Saved   `json:"saved"`
+	// Subnet is the cluster's network (CIDR) in network namespaces, "" on loopback: a restored
+	// cluster takes it again, its servers having stored their peers' addresses (etcd's members).
+	Subnet string `json:"subnet,omitempty"`
 }
 
 type savedRepl struct {
@@ -83,6 +87,9 @@ func (p *Plugin) Save(ctx context.Context, dir string) (cem.Saved, error) {
 		Conc: p.conc, Divergences: p.divergences, Written: p.written, Acked: p.acked,
 		Saved: cem.Saved{Paths: saved.Paths, Bytes: saved.Bytes, Digest: saved.Digest},
 	}
+	if p.c.net != nil {
+		k.Subnet = p.c.net.Subnet.String()
+	}
 	for _, r := range p.c.Replicas {
 		k.Replicas = append(k.Replicas, savedRepl{Starts: r.Starts, Promoted: r.promoted, StartLink: r.startLink, History: r.history, LinkedHistory: r.linkedHistory})
 	}
@@ -114,7 +121,13 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 	if err != nil {
 		return res, p.errorf("restore", fmt.Errorf("%s is no saved cluster: %w", dir, err))
 	}
-	if err := p.open(spec); err != nil {
+	var subnet *net.IPNet
+	if k.Subnet != "" {
+		if _, subnet, err = net.ParseCIDR(k.Subnet); err != nil {
+			return res, p.errorf("restore", fmt.Errorf("%s: subnet: %w", filepath.Join(dir, kitFile), err))
+		}
+	}
+	if err := p.open(spec, subnet); err != nil {
 		return res, err
 	}
 	defer func() {

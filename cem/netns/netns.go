@@ -19,9 +19,11 @@
 // own timeouts decide. Mend removes the entries; ARP finds the real addresses again, and an
 // open connection whose timeouts have not fired carries on.
 //
-// Subnets are 10.X.Y.0/24 with X from 200 to 239, chosen at random among those that no route
-// of the plugin's namespace reaches, under a machine-wide lock (LockName), so that clusters of one
-// campaign, of two campaigns and of tests on one machine never share one.
+// Subnets are 10.X.Y.0/24 with X from 200 to 239 that no route of the plugin's namespace
+// reaches, chosen under a machine-wide lock (LockName), so that clusters of one campaign, of two
+// campaigns and of tests on one machine never share one: the one that the network's id names
+// (a digest of it), or where that is in use one at random. A restored cluster, whose servers
+// may have stored their peers' addresses (etcd's member list), asks for its saved one.
 package netns
 
 import (
@@ -55,6 +57,7 @@ type Network struct {
 	hub        netns.NsHandle
 	uplink     string // the uplink's name in the plugin's namespace, once made
 	uplinkName string
+	id         string // New's, which names the subnet
 	hosts      []host
 }
 
@@ -67,7 +70,7 @@ type host struct {
 // Available says why this process cannot make networks of namespaces (not root, no
 // CAP_NET_ADMIN, a kernel without veth or bridges), or nil when it can.
 func Available() error {
-	nw, err := New(1, fmt.Sprintf("available %d %d", os.Getpid(), rand.Uint64()))
+	nw, err := New(1, fmt.Sprintf("available %d %d", os.Getpid(), rand.Uint64()), nil)
 	if err != nil {
 		return err
 	}
@@ -81,9 +84,10 @@ func UplinkName(id string) string {
 	return "modulo" + hex.EncodeToString(sum[:4])
 }
 
-// New makes a network of n hosts for id (a cluster's directory), which names its uplink.
-func New(n int, id string) (nw *Network, err error) {
-	nw = &Network{hub: -1, uplinkName: UplinkName(id)}
+// New makes a network of n hosts for id (a cluster's directory), which names its uplink and its
+// subnet. A subnet that is not nil is the one to take: New fails if it is in use.
+func New(n int, id string, subnet *net.IPNet) (nw *Network, err error) {
+	nw = &Network{hub: -1, uplinkName: UplinkName(id), id: id, Subnet: subnet}
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("network namespaces: %w", err), nw.Close())
@@ -160,7 +164,7 @@ func (nw *Network) connect(hub *netlink.Handle, br netlink.Link) error {
 		return err
 	}
 	defer unlock()
-	if nw.Subnet, err = freeSubnet(); err != nil {
+	if nw.Subnet, err = chooseSubnet(nw.id, nw.Subnet); err != nil {
 		return err
 	}
 	nw.Gateway = hostIP(nw.Subnet, 1)
@@ -341,23 +345,37 @@ func hostIP(subnet *net.IPNet, k int) net.IP {
 	return ip
 }
 
-// freeSubnet picks a 10.X.Y.0/24, X in [200, 240), that no route of the plugin's namespace
+// chooseSubnet returns want if no route of the plugin's namespace reaches it, or, want nil,
+// the 10.X.Y.0/24 (X in [200, 240)) that id's digest names, or one at random, that none
 // reaches.
-func freeSubnet() (*net.IPNet, error) {
+func chooseSubnet(id string, want *net.IPNet) (*net.IPNet, error) {
 	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
 	}
-	for range 1000 {
-		c := &net.IPNet{IP: net.IPv4(10, byte(200+rand.IntN(40)), byte(rand.IntN(256)), 0).To4(), Mask: net.CIDRMask(24, 32)}
-		taken := false
+	taken := func(c *net.IPNet) bool {
 		for _, r := range routes {
 			if ones, _ := maskSize(r.Dst); ones > 0 && (r.Dst.Contains(c.IP) || c.Contains(r.Dst.IP)) { // not the default route
-				taken = true
-				break
+				return true
 			}
 		}
-		if !taken {
+		return false
+	}
+	if want != nil {
+		if taken(want) {
+			return nil, fmt.Errorf("subnet %s is in use on this machine (a route reaches it)", want)
+		}
+		return want, nil
+	}
+	at := func(x, y int) *net.IPNet {
+		return &net.IPNet{IP: net.IPv4(10, byte(200+x), byte(y), 0).To4(), Mask: net.CIDRMask(24, 32)}
+	}
+	sum := sha256.Sum256([]byte(id))
+	if c := at(int(sum[0])%40, int(sum[1])); !taken(c) {
+		return c, nil
+	}
+	for range 1000 {
+		if c := at(rand.IntN(40), rand.IntN(256)); !taken(c) {
 			return c, nil
 		}
 	}

@@ -79,7 +79,7 @@ func dial(nw *Network, from, i, port int) (string, error) {
 // ways, and mended it is reachable again; closed, nothing of the network is left.
 func TestNetwork(t *testing.T) {
 	needNamespaces(t)
-	nw, err := New(3, t.Name())
+	nw, err := New(3, t.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestSubnets(t *testing.T) {
 	needNamespaces(t)
 	seen := map[string]bool{}
 	for i := range 5 {
-		nw, err := New(1, fmt.Sprint(t.Name(), i))
+		nw, err := New(1, fmt.Sprint(t.Name(), i), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,12 +149,48 @@ func TestSubnets(t *testing.T) {
 	}
 }
 
+// TestSubnetAsked: a network made again for the same id gets the same subnet, as a restored
+// cluster's servers need (they may have stored their peers' addresses); a subnet asked for is
+// taken when free, and refused, naming it, while another network has it.
+func TestSubnetAsked(t *testing.T) {
+	needNamespaces(t)
+	first, err := New(1, t.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subnet := first.Subnet
+	if _, err := New(1, t.Name()+" other", subnet); err == nil || !strings.Contains(err.Error(), subnet.String()+" is in use") {
+		t.Errorf("New asking for %s while another network has it: %v, want an error naming it", subnet, err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(1, t.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Subnet.String() != subnet.String() {
+		t.Errorf("the same id got subnet %s, then %s", subnet, again.Subnet)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+	asked, err := New(1, t.Name()+" other", subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer asked.Close()
+	if asked.Subnet.String() != subnet.String() || !asked.IP(0).Equal(hostIP(subnet, 2)) {
+		t.Errorf("asked for %s, got %s with host 0 at %s", subnet, asked.Subnet, asked.IP(0))
+	}
+}
+
 // TestKilledOwnerLeavesNothing: a process that made a network and was SIGKILLed leaves no
 // link behind (the kernel removes its namespaces): a plugin killed in the middle of a cluster.
 func TestKilledOwnerLeavesNothing(t *testing.T) {
 	needNamespaces(t)
 	if os.Getenv("NETNS_CHILD") != "" {
-		nw, err := New(2, t.Name())
+		nw, err := New(2, t.Name(), nil)
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
