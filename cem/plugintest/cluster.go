@@ -133,7 +133,7 @@ func (s *suite) ports(t *testing.T, n int) int {
 	switch {
 	case s.cfg.NoServers:
 		return ReservePorts(t, n)
-	case s.namespaces: // every replica listens on the system's ports, in a network of its own
+	case s.info.Capabilities.InNamespaces(): // every replica listens on the system's ports, in a network of its own
 		Servers(t)
 		return 0
 	}
@@ -382,7 +382,7 @@ func (c *cluster) checkPorts(t *testing.T, files []proc.PidFile) {
 // strays says, once each, which ports outside the cluster's the process groups of files listen
 // on.
 func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
-	if c.s.namespaces { // no port of a replica's namespace is anyone else's
+	if c.s.info.Capabilities.InNamespaces() { // no port of a replica's namespace is anyone else's
 		return nil, nil
 	}
 	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1

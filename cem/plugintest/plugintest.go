@@ -113,7 +113,6 @@ type suite struct {
 	drm         drms.DRM
 	params      aem.Params
 	info        cem.Info
-	namespaces  bool // the clusters run in network namespaces (Info's network)
 	callTimeout time.Duration
 }
 
@@ -135,9 +134,8 @@ func Run(t *testing.T, cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.namespaces = s.info.Capabilities.InNamespaces()
 	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
-	if partitions && !s.namespaces {
+	if partitions && !s.info.Capabilities.InNamespaces() {
 		t.Skipf("DRM %s realises failures as partitions, which need network namespaces: %s", d.Name, s.info.Capabilities.Network)
 	}
 	s.drm, s.params = d, defaultParams(d, cfg.Params)
@@ -299,7 +297,7 @@ func (s *suite) oracle(t *testing.T) {
 // teardown checks Start with a busy port (on loopback), and Teardown after a failed Start and
 // after a step.
 func (s *suite) teardown(t *testing.T, first aem.Transition) {
-	if !s.namespaces { // else a replica's ports are its own: none can be busy
+	if !s.info.Capabilities.InNamespaces() { // else a replica's ports are its own: none can be busy
 		s.busyPort(t)
 	}
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, []aem.Transition{first})
@@ -586,7 +584,7 @@ func (s *suite) pluginDeath(t *testing.T) {
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
 		t.Errorf("after the sweep: %s", l)
 	}
-	if s.namespaces {
+	if s.info.Capabilities.InNamespaces() {
 		// The namespaces were held by the plugin and its servers, all gone now.
 		if err := proc.WaitFor(context.Background(), pluginDeathTimeout, "the cluster's network to go with its plugin", func(context.Context) (bool, error) {
 			return !linkExists(netns.UplinkName(c.spec.Dir)), nil
