@@ -418,7 +418,7 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.open(spec, nil); err != nil {
+	if err := p.open(ctx, spec, nil); err != nil {
 		return err
 	}
 	defer func() {
@@ -453,7 +453,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 // no directory made and no server started. In network namespaces the cluster's subnet is
 // subnet, where not nil (a restored cluster's: its servers may have stored their peers'
 // addresses), else one of its own.
-func (p *Plugin) open(spec cem.ClusterSpec, subnet *net.IPNet) (err error) {
+func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPNet) (err error) {
 	if p.aboutErr != nil {
 		return p.aboutErr
 	}
@@ -497,7 +497,7 @@ func (p *Plugin) open(spec cem.ClusterSpec, subnet *net.IPNet) (err error) {
 	}
 	var nw *netns.Network
 	if network == NetworkNamespaces {
-		if nw, err = netns.New(spec.Replicas, spec.Dir, subnet); err != nil {
+		if nw, err = netns.New(ctx, spec.Replicas, spec.Dir, subnet); err != nil {
 			if partitions {
 				return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, and this host cannot make the networks they need: %w", d.Name, err))
 			}

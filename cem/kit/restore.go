@@ -127,7 +127,7 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 			return res, p.errorf("restore", fmt.Errorf("%s: subnet: %w", filepath.Join(dir, kitFile), err))
 		}
 	}
-	if err := p.open(spec, subnet); err != nil {
+	if err := p.open(ctx, spec, subnet); err != nil {
 		return res, err
 	}
 	defer func() {

@@ -9,7 +9,10 @@
 // Host i has the subnet's address i+2. The namespaces are held by the Network's file
 // descriptors (and by the processes started in them), never named or mounted: when the
 // plugin ends, killed or not, and its servers with it, the kernel removes them with every
-// link and address in them, the plugin's end of the uplink included.
+// link and address in them, the plugin's end of the uplink included. The kernel does that
+// in its own time, though: the uplink of a plugin killed a moment ago may still be there when
+// the next plugin makes the same cluster's network. The uplink's alias is its network's id, so
+// (a digest of it) so that New removes such a leftover of its own cluster, and only that.
 //
 // A partition is what Jepsen's partition nemeses make of a network: packets between two hosts
 // are lost on the wire, both ways, while each stays up and reachable by the plugin. Cut(i, j)
@@ -27,6 +30,7 @@
 package netns
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -56,7 +60,9 @@ type Network struct {
 	Gateway    net.IP
 	hub        netns.NsHandle
 	uplink     string // the uplink's name in the plugin's namespace, once made
+	uplinkMAC  string // and its hardware address, so that Close removes its own uplink and no other
 	uplinkName string
+	alias      string // the uplink's, which says whose it is
 	id         string // New's, which names the subnet
 	hosts      []host
 }
@@ -70,7 +76,7 @@ type host struct {
 // Available says why this process cannot make networks of namespaces (not root, no
 // CAP_NET_ADMIN, a kernel without veth or bridges), or nil when it can.
 func Available() error {
-	nw, err := New(1, fmt.Sprintf("available %d %d", os.Getpid(), rand.Uint64()), nil)
+	nw, err := New(context.Background(), 1, fmt.Sprintf("available %d %d", os.Getpid(), rand.Uint64()), nil)
 	if err != nil {
 		return err
 	}
@@ -86,8 +92,8 @@ func UplinkName(id string) string {
 
 // New makes a network of n hosts for id (a cluster's directory), which names its uplink and its
 // subnet. A subnet that is not nil is the one to take: New fails if it is in use.
-func New(n int, id string, subnet *net.IPNet) (nw *Network, err error) {
-	nw = &Network{hub: -1, uplinkName: UplinkName(id), id: id, Subnet: subnet}
+func New(ctx context.Context, n int, id string, subnet *net.IPNet) (nw *Network, err error) {
+	nw = &Network{hub: -1, uplinkName: UplinkName(id), alias: uplinkAlias(id), id: id, Subnet: subnet}
 	defer func() {
 		if err != nil {
 			err = errors.Join(fmt.Errorf("network namespaces: %w", err), nw.Close())
@@ -123,7 +129,35 @@ func New(n int, id string, subnet *net.IPNet) (nw *Network, err error) {
 	if err := nw.connect(hub, br); err != nil {
 		return nw, err
 	}
-	return nw, nil
+	return nw, nw.awaitCarrying(ctx)
+}
+
+// awaitCarrying returns once every host answers the plugin: a link the kernel has just made
+// or removed may leave the bridge not forwarding for up to a second (link events are handled
+// in batches), and a network returned is one that carries packets. The answer is a refused
+// connection to the discard port, where nothing listens.
+func (nw *Network) awaitCarrying(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for i, h := range nw.hosts {
+		addr := net.JoinHostPort(h.ip.String(), "9")
+		for {
+			try, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+			c, err := (&net.Dialer{}).DialContext(try, "tcp", addr)
+			stop()
+			if err == nil {
+				c.Close()
+				break
+			}
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("host %d (%s) does not answer the plugin through its new network: %w", i, h.ip, err)
+			}
+		}
+	}
+	return nil
 }
 
 // addHost makes host i: its namespace, loopback, and link eth0 to the bridge (port hI).
@@ -164,15 +198,39 @@ func (nw *Network) connect(hub *netlink.Handle, br netlink.Link) error {
 		return err
 	}
 	defer unlock()
+	// Before the subnet is chosen: a leftover's route holds the subnet a restored cluster asks for.
+	if err := removeLeftover(nw.uplinkName, nw.alias); err != nil {
+		return err
+	}
 	if nw.Subnet, err = chooseSubnet(nw.id, nw.Subnet); err != nil {
 		return err
 	}
 	nw.Gateway = hostIP(nw.Subnet, 1)
-	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nw.uplinkName}, PeerName: "up", PeerNamespace: netlink.NsFd(nw.hub)}
-	if err := netlink.LinkAdd(veth); err != nil {
+	// Made in the hub and moved out with its alias set: the kernel takes no alias with a new
+	// link, and the plugin's namespace never holds the uplink without it.
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nw.uplinkName}, PeerName: "up"}
+	if err := hub.LinkAdd(veth); err != nil {
 		return fmt.Errorf("uplink %s: %w", nw.uplinkName, err)
 	}
-	nw.uplink = nw.uplinkName
+	l, err := hub.LinkByName(nw.uplinkName)
+	if err != nil {
+		return fmt.Errorf("uplink %s: %w", nw.uplinkName, err)
+	}
+	if err := hub.LinkSetAlias(l, nw.alias); err != nil {
+		return fmt.Errorf("uplink %s's alias: %w", nw.uplinkName, err)
+	}
+	plugin, err := netns.GetFromPid(os.Getpid())
+	if err != nil {
+		return fmt.Errorf("the plugin's namespace: %w", err)
+	}
+	defer plugin.Close()
+	if err := hub.LinkSetNsFd(l, int(plugin)); err != nil {
+		return fmt.Errorf("uplink %s into the plugin's namespace: %w", nw.uplinkName, err)
+	}
+	if l, err = netlink.LinkByName(nw.uplinkName); err != nil {
+		return fmt.Errorf("uplink %s: %w", nw.uplinkName, err)
+	}
+	nw.uplink, nw.uplinkMAC = nw.uplinkName, l.Attrs().HardwareAddr.String()
 	up, err := hub.LinkByName("up")
 	if err != nil {
 		return fmt.Errorf("uplink in the hub: %w", err)
@@ -244,7 +302,7 @@ func (nw *Network) Close() error {
 	var errs []error
 	if nw.uplink != "" {
 		// It would go with the hub; removing it now frees its subnet at once.
-		if l, err := netlink.LinkByName(nw.uplink); err == nil {
+		if l, err := netlink.LinkByName(nw.uplink); err == nil && l.Attrs().HardwareAddr.String() == nw.uplinkMAC {
 			errs = append(errs, netlink.LinkDel(l))
 		}
 		nw.uplink = ""
@@ -259,6 +317,33 @@ func (nw *Network) Close() error {
 		nw.hub = -1
 	}
 	return errors.Join(errs...)
+}
+
+// uplinkAlias is the alias of the uplink of id's network: its whole digest, where the name has
+// room for 4 bytes of it.
+func uplinkAlias(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "modulo network " + hex.EncodeToString(sum[:])
+}
+
+// removeLeftover removes the uplink named name if its alias is alias: a network of the same id
+// made it, and its plugin died before the kernel removed its namespaces. Another link of that
+// name, a digest's collision or not modulo's at all, is left alone and named.
+func removeLeftover(name, alias string) error {
+	l, err := netlink.LinkByName(name)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("uplink %s: %w", name, err)
+	case l.Attrs().Alias != alias:
+		return fmt.Errorf("uplink %s: a link of that name is there and not this cluster's (its alias is %q, not %q)", name, l.Attrs().Alias, alias)
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, syscall.ENODEV) {
+		return fmt.Errorf("uplink %s, left by a plugin that died: %w", name, err)
+	}
+	return nil
 }
 
 // newNS makes a network namespace and returns a handle to it, leaving the caller's as it was.

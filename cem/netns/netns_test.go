@@ -79,7 +79,7 @@ func dial(nw *Network, from, i, port int) (string, error) {
 // ways, and mended it is reachable again; closed, nothing of the network is left.
 func TestNetwork(t *testing.T) {
 	needNamespaces(t)
-	nw, err := New(3, t.Name(), nil)
+	nw, err := New(t.Context(), 3, t.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestSubnets(t *testing.T) {
 	needNamespaces(t)
 	seen := map[string]bool{}
 	for i := range 5 {
-		nw, err := New(1, fmt.Sprint(t.Name(), i), nil)
+		nw, err := New(t.Context(), 1, fmt.Sprint(t.Name(), i), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,18 +154,18 @@ func TestSubnets(t *testing.T) {
 // taken when free, and refused, naming it, while another network has it.
 func TestSubnetAsked(t *testing.T) {
 	needNamespaces(t)
-	first, err := New(1, t.Name(), nil)
+	first, err := New(t.Context(), 1, t.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	subnet := first.Subnet
-	if _, err := New(1, t.Name()+" other", subnet); err == nil || !strings.Contains(err.Error(), subnet.String()+" is in use") {
+	if _, err := New(t.Context(), 1, t.Name()+" other", subnet); err == nil || !strings.Contains(err.Error(), subnet.String()+" is in use") {
 		t.Errorf("New asking for %s while another network has it: %v, want an error naming it", subnet, err)
 	}
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := New(1, t.Name(), nil)
+	again, err := New(t.Context(), 1, t.Name(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestSubnetAsked(t *testing.T) {
 	if err := again.Close(); err != nil {
 		t.Fatal(err)
 	}
-	asked, err := New(1, t.Name()+" other", subnet)
+	asked, err := New(t.Context(), 1, t.Name()+" other", subnet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,10 +187,11 @@ func TestSubnetAsked(t *testing.T) {
 
 // TestKilledOwnerLeavesNothing: a process that made a network and was SIGKILLed leaves no
 // link behind (the kernel removes its namespaces): a plugin killed in the middle of a cluster.
+// The network of the next plugin on the same cluster, made at once, does not wait for that.
 func TestKilledOwnerLeavesNothing(t *testing.T) {
 	needNamespaces(t)
 	if os.Getenv("NETNS_CHILD") != "" {
-		nw, err := New(2, t.Name(), nil)
+		nw, err := New(t.Context(), 2, t.Name(), nil)
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
@@ -219,6 +220,14 @@ func TestKilledOwnerLeavesNothing(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	// The next plugin on the same cluster's directory, at once, as the executor starts one.
+	next, err := New(t.Context(), 2, t.Name(), nil)
+	if err != nil {
+		t.Fatalf("New for the killed owner's id: %v", err)
+	}
+	if err := next.Close(); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := netlink.LinkByName(uplink)
@@ -230,5 +239,49 @@ func TestKilledOwnerLeavesNothing(t *testing.T) {
 			t.Fatalf("uplink %s still there 5 s after its owner was killed (%v)", uplink, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLeftover: the uplink of a network whose plugin died, still there because the kernel has
+// not yet removed its namespaces, is removed by the next New for the same id, which gets the
+// same subnet; the old network closing later leaves the new one's uplink alone. A link of the
+// same name that is not that id's is left alone and named.
+func TestLeftover(t *testing.T) {
+	needNamespaces(t)
+	old, err := New(t.Context(), 2, t.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	nw, err := New(t.Context(), 2, t.Name(), nil)
+	if err != nil {
+		t.Fatalf("New beside a leftover of the same id: %v", err)
+	}
+	defer nw.Close()
+	if nw.Subnet.String() != old.Subnet.String() {
+		t.Errorf("the leftover's subnet %s, the new network's %s: want the same", old.Subnet, nw.Subnet)
+	}
+	if err := old.Close(); err != nil {
+		t.Errorf("closing the leftover: %v", err)
+	}
+	listen(t, nw, 1, 2181)
+	if got, err := dial(nw, -1, 1, 2181); err != nil || got != "host 1" {
+		t.Errorf("the new network after the leftover closed: %q, %v; want host 1's greeting", got, err)
+	}
+
+	id := t.Name() + " foreign"
+	foreign := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: UplinkName(id), Alias: "someone else's"}, PeerName: fmt.Sprintf("mtest%d", os.Getpid()%100000)}
+	if err := netlink.LinkAdd(foreign); err != nil {
+		t.Fatal(err)
+	}
+	defer netlink.LinkDel(foreign)
+	if nw, err := New(t.Context(), 1, id, nil); err == nil {
+		nw.Close()
+		t.Errorf("New beside a link of its uplink's name and another alias: no error")
+	} else if !strings.Contains(err.Error(), "not this cluster's") {
+		t.Errorf("New beside a foreign link: %v, want an error saying it is not this cluster's", err)
+	}
+	if _, err := netlink.LinkByName(UplinkName(id)); err != nil {
+		t.Errorf("the foreign link is gone after New: %v", err)
 	}
 }

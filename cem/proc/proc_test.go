@@ -525,7 +525,7 @@ func TestDetachMounts(t *testing.T) {
 // TestNetNS: a process started with NetNS runs in that network namespace, and the plugin's
 // threads stay in their own.
 func TestNetNS(t *testing.T) {
-	nw, err := netns.New(1, t.Name(), nil)
+	nw, err := netns.New(t.Context(), 1, t.Name(), nil)
 	if err != nil {
 		if os.Geteuid() == 0 {
 			t.Fatalf("root cannot make network namespaces: %v", err)
