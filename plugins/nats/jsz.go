@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/modulo-testing/modulo/cem/kit"
 )
@@ -26,8 +29,12 @@ type jsz struct {
 type streamDetail struct {
 	Name    string `json:"name"`
 	Cluster *struct {
-		Leader   string `json:"leader"`
-		Replicas []struct {
+		Leader string `json:"leader"`
+		// LeaderSince (nats-server 2.11 and later) is set by the leader alone, once it has
+		// applied every entry of its log up to its first of its term: only then does it take
+		// writes, and that entry commits only with a quorum.
+		LeaderSince *time.Time `json:"leader_since"`
+		Replicas    []struct {
 			Name    string `json:"name"`
 			Current bool   `json:"current"`
 		} `json:"replicas"`
@@ -105,4 +112,24 @@ func (sd *streamDetail) leader() string {
 		return ""
 	}
 	return sd.Cluster.Leader
+}
+
+// reportsLeaderSince tells whether nats-server of version (as "2.12.2") says in /jsz when a
+// stream's leader took up its leadership: from 2.11 on. A leader there takes no writes before
+// (in 2.9 a leader takes them once elected).
+func reportsLeaderSince(version string) bool {
+	major, rest, _ := strings.Cut(version, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	return err1 == nil && err2 == nil && (ma > 2 || ma == 2 && mi >= 11)
+}
+
+// leading says, "" when it does, why the leader's own view lv does not show a leader that takes
+// writes: elected, it has not yet applied its first entry of its term.
+func leading(lv *view, since bool) string {
+	if since && lv.stream.Cluster.LeaderSince == nil {
+		return fmt.Sprintf("the leader %s has not yet taken up its leadership (its first entry of its term is not applied)", lv.r.Name)
+	}
+	return ""
 }

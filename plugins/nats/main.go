@@ -102,6 +102,8 @@ type system struct {
 	cfg     Config
 	id      string // the schedule's ID, which the stream's state is read under
 	created bool   // the stream was created in this cluster
+	// leaderSince: the server's /jsz says when a stream's leader took up its leadership.
+	leaderSince bool
 	// settled is what CaughtUp last saw of a stream that not every online server hosts, and
 	// since when it has seen just that.
 	settled string
@@ -124,8 +126,13 @@ func (s *system) Version(ctx context.Context) (string, error) {
 	return strings.TrimPrefix(strings.TrimSpace(out), "nats-server: v"), err // "nats-server: v2.9.10"
 }
 
-func (s *system) Prepare(_ context.Context, c *kit.Cluster) error {
+func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	s.id, s.created, s.settled, s.since = c.Spec.ScheduleID, false, "", time.Time{}
+	v, err := s.Version(ctx)
+	if err != nil {
+		return fmt.Errorf("the version of %s: %w", s.cfg.Server, err)
+	}
+	s.leaderSince = reportsLeaderSince(v)
 	return nil
 }
 
@@ -343,8 +350,9 @@ func streamLeader(vs []view) (*view, string) {
 }
 
 // CaughtUp: one meta leader; every online server hosts the stream and follows one leader
-// among them, which counts every one current; and every server's store holds the leader's
-// state. At the cluster's start it first creates the stream. Three cases count as settled
+// among them, which counts every one current and has taken up its leadership (2.11 and later:
+// a leader elected a moment before a partition cuts it off would never take the next step's
+// write); and every server's store holds the leader's state. At the cluster's start it first creates the stream. Three cases count as settled
 // once the views have not changed for settle_ms, so that the replicas' data say what is wrong
 // where waiting would only end the schedule incomplete: some online servers host no stream
 // (or none does), a server serves the stream outside its Raft group (its meta layer holds no
@@ -387,6 +395,10 @@ func (s *system) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Rep
 		return false, seen, nil
 	}
 	if seen := notCurrent(vs, lv); seen != "" {
+		s.settled = ""
+		return false, seen, nil
+	}
+	if seen := leading(lv, s.leaderSince); seen != "" {
 		s.settled = ""
 		return false, seen, nil
 	}
