@@ -132,6 +132,12 @@ func (s Spec) DRM(plugin string) (DRM, error) {
 	return d, nil
 }
 
+// Partitions tells whether the DRM's schedules cut replicas off: its failures are partitions,
+// or its rules make each failing replica crashed or cut off (aem.CrashPartitionRules).
+func (d DRM) Partitions() bool {
+	return d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+}
+
 // Spec returns what the plugin declared of d, nil for a built-in DRM.
 func (d DRM) Spec() *Spec {
 	if !d.Declared {

@@ -171,3 +171,21 @@ func TestSpecPartition(t *testing.T) {
 		}
 	}
 }
+
+func TestPartitions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want bool
+	}{
+		{"qcz", false}, {"slr", false}, {"qpz", false},
+		{"qnz", true}, {"qne", true}, {"snr", true}, {"qcnz", true}, {"qcne", true},
+	} {
+		d, err := Lookup(tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Partitions(); got != tt.want {
+			t.Errorf("%s.Partitions() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -487,7 +487,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
 	}
 	ppr := p.about.PortsPerReplica
-	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+	partitions := d.Partitions()
 	network, why, _ := strings.Cut(p.network(own.Network), ": ")
 	switch {
 	case partitions && network == NetworkLoopback:

@@ -134,7 +134,7 @@ func Run(t *testing.T, cfg Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	partitions := d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+	partitions := d.Partitions()
 	if partitions && !s.info.Capabilities.InNamespaces() {
 		t.Skipf("DRM %s realises failures as partitions, which need network namespaces: %s", d.Name, s.info.Capabilities.Network)
 	}
