@@ -25,19 +25,23 @@ import (
 
 // These tests drive real ZooKeeper ensembles (Debian's, from /usr/share/java).
 
+// ownerEnv marks the environment of every process this test binary starts, and of theirs: a
+// JVM that holds it is this binary's, where a campaign's or another test binary's on the same
+// machine is not.
+const ownerEnv = "MODULO_ZOOKEEPER_TESTS"
+
 func TestMain(m *testing.M) {
+	owner := ownerEnv + "=" + strconv.Itoa(os.Getpid())
+	os.Setenv(ownerEnv, strconv.Itoa(os.Getpid()))
 	code := m.Run()
-	// No test may leave a JVM behind, whatever it did. The tests' servers run from their
-	// temporary directories (t.TempDir, b.TempDir); a campaign on the same machine is not
-	// theirs.
+	// No test may leave a JVM behind, whatever it did.
 	out, _ := exec.Command("pgrep", "-af", "QuorumPeerMain").Output()
 	var left []string
-	for _, line := range strings.Split(string(out), "\n") {
-		for _, prefix := range []string{"Test", "Benchmark"} {
-			if strings.Contains(line, filepath.Join(os.TempDir(), prefix)) {
-				left = append(left, line)
-				break
-			}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pid, _, _ := strings.Cut(line, " ")
+		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), owner) {
+			left = append(left, line)
 		}
 	}
 	if len(left) > 0 {
