@@ -80,19 +80,24 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 	// leader's disk, or that same first zxid when they synced from its snapshot. A leader
 	// re-elected with nothing committed has also taken a snapshot named after its earlier
 	// epoch's start, which followers synced by a DIFF never report: the last transaction on its
-	// disk counts then.
-	diskZxid, diskTxn := int64(-1), int64(-1)
+	// disk counts then. And a leader whose log runs ahead of its tree (a DIFF it logged as a
+	// follower and never applied, its sync cut short) took up its epoch with the snapshot it
+	// wrote of its tree, whose zxid its synced followers report.
+	diskZxid, diskTxn, snapZxid := int64(-1), int64(-1), int64(-1)
 	if zxidCounter(lz) == 0 {
 		var err error
 		if diskZxid, diskTxn, err = lastZxidOnDisk(dataDir(leader)); err != nil {
 			return false, "", fmt.Errorf("%s: last zxid on disk: %w", leader.Name, err)
+		}
+		if snapZxid, err = newestSnapshot(dataDir(leader)); err != nil {
+			return false, "", fmt.Errorf("%s: newest snapshot: %w", leader.Name, err)
 		}
 	}
 	// Node counts are in seen but not compared: at one zxid they differ only when the data
 	// does, and that is for the final comparison to report as a divergence, not for this wait
 	// to time out on (ZooKeeper 3.8.0 keeps a write it truncates to zxid 0).
 	for i, st := range sts {
-		if i != l && st.Zxid != lz && st.Zxid != diskZxid && st.Zxid != diskTxn {
+		if i != l && st.Zxid != lz && st.Zxid != diskZxid && st.Zxid != diskTxn && st.Zxid != snapZxid {
 			return false, seen, nil
 		}
 	}

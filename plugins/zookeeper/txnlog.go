@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ZooKeeper's on-disk transaction log (FileTxnLog), as this plugin reads it to confirm that a
@@ -247,4 +248,31 @@ func lastZxidOnDisk(dataDir string) (last, lastTxn int64, err error) {
 		}
 	}
 	return last, lastTxn, nil
+}
+
+// newestSnapshot is the zxid that names the snapshot a replica wrote last (by modification time,
+// the highest zxid among equals), -1 for none. A leader writes one of its tree as it takes up
+// its epoch: with nothing committed since, that is its state, whatever its log holds above it
+// (3.8.0 logs a DIFF's proposals before it applies them, and a sync cut short leaves them
+// logged and never applied).
+func newestSnapshot(dataDir string) (int64, error) {
+	snaps, err := filepath.Glob(filepath.Join(txnLogDir(dataDir), "snapshot.*"))
+	if err != nil {
+		return -1, err
+	}
+	zxid, newest := int64(-1), time.Time{}
+	for _, s := range snaps {
+		z, err := strconv.ParseInt(strings.TrimPrefix(filepath.Ext(s), "."), 16, 64)
+		if err != nil {
+			continue
+		}
+		fi, err := os.Stat(s)
+		if err != nil {
+			return -1, fmt.Errorf("snapshot %s: %w", s, err)
+		}
+		if t := fi.ModTime(); t.After(newest) || t.Equal(newest) && z > zxid {
+			zxid, newest = z, t
+		}
+	}
+	return zxid, nil
 }

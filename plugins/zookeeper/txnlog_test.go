@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testdata/log.100000001 is the start of a real transaction log of Debian's ZooKeeper 3.8.0,
@@ -162,5 +163,43 @@ func TestFindWriteAndLastZxid(t *testing.T) {
 		if err != nil || last != st.last || lastTxn != st.lastTxn {
 			t.Errorf("with %q: lastZxidOnDisk = %#x, %#x, %v; want %#x, %#x", st.snapshot, last, lastTxn, err, st.last, st.lastTxn)
 		}
+	}
+}
+
+// TestNewestSnapshot: the snapshot written last names the zxid, whether or not the highest; a
+// name that is no zxid is not a snapshot; none, -1. 9e28d575b5e3ad7f's leader on 3.8.0 held
+// snapshot.200000001, written as it took up epoch 5, below 0x300000001 in its log.
+func TestNewestSnapshot(t *testing.T) {
+	base := time.Date(2026, 11, 26, 3, 34, 36, 0, time.UTC)
+	for _, tt := range []struct {
+		name  string
+		files map[string]time.Duration // snapshot name: modified that long after base
+		want  int64
+	}{
+		{"none", nil, -1},
+		{"one", map[string]time.Duration{"snapshot.100000000": 0}, 0x100000000},
+		{"written last, below a higher one", map[string]time.Duration{"snapshot.300000001": 0, "snapshot.200000001": time.Second}, 0x200000001},
+		{"the same time: the higher", map[string]time.Duration{"snapshot.200000001": 0, "snapshot.300000000": 0}, 0x300000000},
+		{"a name that is no zxid", map[string]time.Duration{"snapshot.100000000": 0, "snapshot.tmp": time.Second}, 0x100000000},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := t.TempDir()
+			dir := txnLogDir(data)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, after := range tt.files {
+				p := filepath.Join(dir, name)
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(p, base.Add(after), base.Add(after)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := newestSnapshot(data); err != nil || got != tt.want {
+				t.Errorf("newestSnapshot = %#x, %v; want %#x", got, err, tt.want)
+			}
+		})
 	}
 }
