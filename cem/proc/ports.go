@@ -20,7 +20,7 @@ func CheckPortFree(port int) error {
 	if port < 1 || port > 65535 {
 		return fmt.Errorf("port %s is out of range", addr)
 	}
-	l, err := net.Listen("tcp", addr)
+	err := listenOnce(addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		if who := PortHolders(port); who != "" {
 			return fmt.Errorf("port %s is already in use (by %s)", addr, who)
@@ -29,6 +29,21 @@ func CheckPortFree(port int) error {
 	}
 	if err != nil {
 		return fmt.Errorf("port %s: %w", addr, err)
+	}
+	return nil
+}
+
+// listenOnce listens on addr and closes the listener at once, holding syscall.ForkLock
+// meanwhile: a child that os/exec forks gets a copy of every descriptor, close-on-exec or
+// not, and would keep the listener until it execs, which can take milliseconds on a loaded
+// machine. The next check of the port, such as the kit's at Start right after the suite's
+// reservation checked it, would then find it busy with no process to name.
+func listenOnce(addr string) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
 	}
 	return l.Close()
 }

@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/modulo-testing/modulo/cem/netns"
 )
 
 func TestCheckPortFree(t *testing.T) {
@@ -113,5 +117,48 @@ func TestGroupListens(t *testing.T) {
 	slices.SortFunc(wantS, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
 	if strings.Join(gotS, " ") != strings.Join(wantS, " ") {
 		t.Errorf("GroupListens = %v, want %v (and not the test's own %v)", got, wantS, mine.Addr())
+	}
+}
+
+// TestCheckPortFreeWhileForking: a check leaves the port free when the process forks meanwhile.
+// A child forked while the check listened would hold the listener until it execs, and the
+// next check would find the port busy, held by no process it could name. The checks run in a
+// network namespace of their own, where no other program's socket can take the port.
+func TestCheckPortFreeWhileForking(t *testing.T) {
+	if err := netns.Available(); err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatalf("root cannot make network namespaces: %v", err)
+		}
+		t.Skipf("no network namespaces here: %v", err)
+	}
+	nw, err := netns.New(t.Context(), 1, t.Name(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nw.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = exec.Command(os.Args[0], "-test.run=^$").Run()
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	if err := nw.Do(0, func() error {
+		for end := time.Now().Add(time.Second); time.Now().Before(end); {
+			if err := CheckPortFree(20000); err != nil {
+				return fmt.Errorf("a port checked free again and again: %w", err)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
