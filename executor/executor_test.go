@@ -18,6 +18,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/oracle"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -220,19 +221,22 @@ func TestRunWorkersSideBySide(t *testing.T) {
 
 // TestRunBusyPort: a port of the worker's block that its cluster does not use is no obstacle;
 // one that it uses and that another process frees soon is waited for; one held for longer
-// than PortWait stops the run, naming it, with no schedule recorded.
+// than PortWait stops the run, naming it, with no schedule recorded. A cluster in network
+// namespaces uses no port of the machine's: a held one is no obstacle.
 func TestRunBusyPort(t *testing.T) {
 	h, all := readSchedules(t)
 	tests := []struct {
-		name     string
-		offset   int           // the busy port, from the worker's base
-		holdFor  time.Duration // zero: for the whole run
-		wantPass int
-		wantErr  string
+		name       string
+		offset     int           // the busy port, from the worker's base
+		holdFor    time.Duration // zero: for the whole run
+		namespaces bool
+		wantPass   int
+		wantErr    string
 	}{
-		{"unused port of the block", 7, 0, 2, ""},
-		{"freed after a while", 3, 700 * time.Millisecond, 2, ""},
-		{"held", 3, 0, 0, "is already in use (by pid "},
+		{"unused port of the block", 7, 0, false, 2, ""},
+		{"freed after a while", 3, 700 * time.Millisecond, false, 2, ""},
+		{"held", 3, 0, false, 0, "is already in use (by pid "},
+		{"held, in namespaces", 3, 0, true, 2, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,6 +244,9 @@ func TestRunBusyPort(t *testing.T) {
 			dir := t.TempDir()
 			c := campaign(t, sys, openStore(t, dir, h), h, all[:2], 1)
 			c.PortWait = time.Second
+			if tt.namespaces {
+				c.Info.Capabilities.Network = cem.NetworkNamespaces
+			}
 			busy := c.BasePort + tt.offset
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(busy))
 			if err != nil {
