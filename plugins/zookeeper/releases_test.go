@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -123,5 +124,67 @@ func TestTruncKeepsFirstByHand(t *testing.T) {
 			}
 			t.Logf("\n%s", out)
 		})
+	}
+}
+
+// TestSnapKeepsTailByHand runs testdata/snap-keeps-tail.sh, the hand reproduction of the Q/N/Z
+// failure 86c2add925a3467e with ZooKeeper's own server and CLI, ip(8)'s network namespaces and
+// no modulo, on Debian's 3.8.0 and on 3.9.5, the latest release: an old leader synced by SNAP
+// keeps its uncommitted write in its log and later hands it to a follower in a DIFF
+// (ZOOKEEPER-3946), which alone holds it and counts a digest mismatch.
+func TestSnapKeepsTailByHand(t *testing.T) {
+	plugintest.Servers(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the script makes network namespaces with ip netns: it runs as root")
+	}
+	for _, v := range []string{"debian", "3.9.5"} {
+		t.Run(v, func(t *testing.T) {
+			dir := "/usr/share/java"
+			if v != "debian" {
+				dir = builtJarDir(t, v)
+			}
+			ns := fmt.Sprintf("snapkeepstail-%d-%s", os.Getpid(), strings.ReplaceAll(v, ".", ""))
+			t.Cleanup(func() { removeNamespaces(t, ns+"-") }) // the script's own trap does not outlive a SIGKILL
+			cmd := exec.CommandContext(t.Context(), "bash", filepath.Join("testdata", "snap-keeps-tail.sh"), dir)
+			cmd.Env = append(os.Environ(), "NS="+ns, "TMPDIR="+t.TempDir())
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("the script ended with %v, want exit status 1 (diverged):\n%s", err, out)
+			}
+			for _, want := range []string{"Getting a snapshot from leader", "Getting a diff from the leader", "First digest mismatch", "DIVERGED"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("no %q in the script's output:\n%s", want, out)
+				}
+			}
+			t.Logf("\n%s", out)
+		})
+	}
+}
+
+// removeNamespaces deletes the named network namespaces whose names start with prefix, and
+// kills what runs in them: the ones a test's script made.
+func removeNamespaces(t *testing.T, prefix string) {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Errorf("ip netns list: %v", err)
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(line, " ")
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		t.Errorf("network namespace %s left by the script: removing it", name)
+		pids, _ := exec.Command("ip", "netns", "pids", name).Output()
+		for _, p := range strings.Fields(string(pids)) {
+			if pid, err := strconv.Atoi(p); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if out, err := exec.Command("ip", "netns", "del", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", name, err, out)
+		}
 	}
 }
