@@ -150,7 +150,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		ScheduleFile: "replay of " + s.ID,
 		Plugin:       setup.Info.Name, PluginVersion: setup.Info.Version, ServerVersion: setup.Info.ServerVersion,
 		Started: time.Now().UTC(), Schedules: 1, PluginConfig: string(setup.PluginConfig),
-		Check: setup.Check, Declared: h.DRM.Spec(),
+		Check: setup.Check, StepTimeout: setup.StepTimeout.String(), Declared: h.DRM.Spec(),
 	})
 	if err != nil {
 		return rec, false, err

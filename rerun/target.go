@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -80,6 +81,15 @@ func (t *Target) Prepare(ctx context.Context, configFile string, o config.Overri
 	// otherwise: a port range the user chose for this host.
 	if base := t.Summary.Campaign.BasePort; o.BasePort == nil && configFile == "" && base != 0 {
 		o.BasePort = &base
+	}
+	// A step gets the time the campaign gave it, unless a flag or a configuration file says
+	// otherwise.
+	if st := t.Summary.Campaign.StepTimeout; o.StepTimeout == nil && configFile == "" && st != "" {
+		d, err := time.ParseDuration(st)
+		if err != nil {
+			return &executor.SetupError{Err: fmt.Errorf("%s: step_timeout %q: %w", filepath.Join(t.Summary.Dir, results.CampaignFile), st, err)}
+		}
+		o.StepTimeout = &d
 	}
 	cfg, err := config.LoadWith(configFile, o)
 	if err != nil {

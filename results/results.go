@@ -76,6 +76,10 @@ type Campaign struct {
 	Check oracle.Check `json:"check,omitempty"`
 	// BasePort is worker 0's first port, where replay and shrink run their clusters too.
 	BasePort int `json:"base_port,omitempty"`
+	// StepTimeout is how long a step could take to reach its state (as "1m0s"), which replay
+	// and shrink give a step too: a schedule replayed with less could end incomplete where
+	// the campaign's run did not. Empty in campaigns older than the field.
+	StepTimeout string `json:"step_timeout,omitempty"`
 	// Declared, for a DRM that its plugin declares, is the declaration: the campaign directory
 	// is then read (results, report, merge, show) where the plugin is not installed.
 	Declared *drms.Spec `json:"declared_drm,omitempty"`

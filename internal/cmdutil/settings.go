@@ -38,8 +38,8 @@ func AddSettingFlags(cmd *cobra.Command, s *Settings) func() {
 	f := cmd.Flags()
 	f.StringVar(&s.ConfigFile, "config", "", "read settings from the TOML `FILE`, its plugin table instead of the campaign's")
 	f.StringVar(&v.pluginDir, "plugin-dir", "", "look for the plugin binary in `DIR` first")
-	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range on 127.0.0.1, for a plugin that runs on loopback, not in network namespaces (default 20000)")
-	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default "+cem.DefaultStepTimeout.String()+")")
+	f.IntVar(&v.basePort, "base-port", 0, "first `PORT` of the cluster's range on 127.0.0.1, for a plugin that runs on loopback, not in network namespaces (default: the campaign's, else 20000)")
+	f.DurationVar(&v.stepTimeout, "step-timeout", 0, "how long a step may take to reach its state (default: the campaign's, else "+cem.DefaultStepTimeout.String()+")")
 	f.BoolVar(&v.ephemeral, EphemeralFlag, false, EphemeralUsage)
 	return func() {
 		if f.Changed(EphemeralFlag) {

@@ -62,7 +62,9 @@ func TestReplayAsksTheCampaignsServer(t *testing.T) {
 	}
 	campaign := filepath.Join(resultsDir, "slr")
 	out.Reset()
-	err = replay.Run(&replay.Options{Out: &out, ErrOut: &out, Dir: campaign, ID: id, Repeat: 1, Settings: cmdutil.Settings{Overrides: overrides}})
+	// No step timeout given: the replay's steps get the campaign's 10 s, not the default 30 s.
+	replayOverrides := config.Overrides{PluginDir: &pluginDir}
+	err = replay.Run(&replay.Options{Out: &out, ErrOut: &out, Dir: campaign, ID: id, Repeat: 1, Settings: cmdutil.Settings{Overrides: replayOverrides}})
 	if code := cmdutil.Code(err); code != cmdutil.ExitOK && code != cmdutil.ExitFailed {
 		t.Fatalf("replay: %v\n%s", err, out.String())
 	}
@@ -75,5 +77,15 @@ func TestReplayAsksTheCampaignsServer(t *testing.T) {
 	}
 	if len(reps) != 1 || reps[0].ServerVersion != "4.0.2" {
 		t.Fatalf("reproductions %+v, want one on server 4.0.2", reps)
+	}
+	runs, err := filepath.Glob(filepath.Join(campaign, "replays", id, "*", "1", results.CampaignFile))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("the replay's run: %v, %v; want one campaign file", runs, err)
+	}
+	for _, f := range []string{filepath.Join(campaign, results.CampaignFile), runs[0]} {
+		c, err := results.ReadCampaign(f)
+		if err != nil || c.StepTimeout != "10s" {
+			t.Errorf("%s: step_timeout %q, %v; want the campaign's 10s", f, c.StepTimeout, err)
+		}
 	}
 }

@@ -314,7 +314,7 @@ func Run(opts *Options) error {
 		Plugin: info.Name, PluginVersion: info.Version, ServerVersion: info.ServerVersion,
 		Modulo: build.Version, Started: time.Now().UTC(),
 		Schedules: campaignTotal, Shard: shardInfo, PluginConfig: string(cfg.Plugins[h.DRM.Plugin]),
-		Check: cfg.Check, BasePort: cfg.BasePort, Declared: h.DRM.Spec(),
+		Check: cfg.Check, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout.String(), Declared: h.DRM.Spec(),
 	})
 	if errors.Is(err, results.ErrOtherCampaign) {
 		return cmdutil.Usage(err)
