@@ -11,8 +11,8 @@
 // plugin ends, killed or not, and its servers with it, the kernel removes them with every
 // link and address in them, the plugin's end of the uplink included. The kernel does that
 // in its own time, though: the uplink of a plugin killed a moment ago may still be there when
-// the next plugin makes the same cluster's network. The uplink's alias is its network's id, so
-// (a digest of it) so that New removes such a leftover of its own cluster, and only that.
+// the next plugin makes the same cluster's network. The uplink's alias names its network's id
+// (a digest of it), so that New removes such a leftover of its own cluster, and only that.
 //
 // A partition is what Jepsen's partition nemeses make of a network: packets between two hosts
 // are lost on the wire, both ways, while each stays up and reachable by the plugin. Cut(i, j)

@@ -102,8 +102,9 @@ type system struct {
 	cfg     Config
 	id      string // the schedule's ID, which the stream's state is read under
 	created bool   // the stream was created in this cluster
-	// leaderSince: the server's /jsz says when a stream's leader took up its leadership.
-	leaderSince bool
+	// leaderSince: the server's /jsz says when a stream's leader took up its leadership;
+	// versionRead: its version was read since the last Configure.
+	leaderSince, versionRead bool
 	// settled is what CaughtUp last saw of a stream that not every online server hosts, and
 	// since when it has seen just that.
 	settled string
@@ -111,7 +112,7 @@ type system struct {
 }
 
 func (s *system) Configure(decode func(any) error) error {
-	s.cfg = Config{Server: "nats-server", SettleMS: 12000}
+	s.cfg, s.versionRead = Config{Server: "nats-server", SettleMS: 12000}, false
 	if err := decode(&s.cfg); err != nil {
 		return err
 	}
@@ -128,11 +129,13 @@ func (s *system) Version(ctx context.Context) (string, error) {
 
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	s.id, s.created, s.settled, s.since = c.Spec.ScheduleID, false, "", time.Time{}
-	v, err := s.Version(ctx)
-	if err != nil {
-		return fmt.Errorf("the version of %s: %w", s.cfg.Server, err)
+	if !s.versionRead {
+		v, err := s.Version(ctx)
+		if err != nil {
+			return fmt.Errorf("the version of %s: %w", s.cfg.Server, err)
+		}
+		s.leaderSince, s.versionRead = reportsLeaderSince(v), true
 	}
-	s.leaderSince = reportsLeaderSince(v)
 	return nil
 }
 
@@ -352,12 +355,12 @@ func streamLeader(vs []view) (*view, string) {
 // CaughtUp: one meta leader; every online server hosts the stream and follows one leader
 // among them, which counts every one current and has taken up its leadership (2.11 and later:
 // a leader elected a moment before a partition cuts it off would never take the next step's
-// write); and every server's store holds the leader's state. At the cluster's start it first creates the stream. Three cases count as settled
-// once the views have not changed for settle_ms, so that the replicas' data say what is wrong
-// where waiting would only end the schedule incomplete: some online servers host no stream
-// (or none does), a server serves the stream outside its Raft group (its meta layer holds no
-// assignment for a stream its store holds), and servers that the leader counts current hold
-// another state than its.
+// write); and every server's store holds the leader's state. At the cluster's start it first
+// creates the stream. Three cases count as settled once the views have not changed for
+// settle_ms, so that the replicas' data say what is wrong where waiting would only end the
+// schedule incomplete: some online servers host no stream (or none does), a server serves the
+// stream outside its Raft group (its meta layer holds no assignment for a stream its store
+// holds), and servers that the leader counts current hold another state than its.
 func (s *system) CaughtUp(ctx context.Context, c *kit.Cluster, online []*kit.Replica) (bool, string, error) {
 	vs, seen := views(ctx, online)
 	if vs == nil {
