@@ -234,20 +234,39 @@ func lastZxidOnDisk(dataDir string) (last, lastTxn int64, err error) {
 	for _, r := range recs {
 		lastTxn = max(lastTxn, r.Zxid)
 	}
-	snaps, err := filepath.Glob(filepath.Join(txnLogDir(dataDir), "snapshot.*"))
+	snaps, err := snapshots(dataDir)
 	if err != nil {
 		return 0, 0, err
 	}
 	last = lastTxn
 	for _, s := range snaps {
-		if z, err := strconv.ParseInt(strings.TrimPrefix(filepath.Ext(s), "."), 16, 64); err == nil {
-			last = max(last, z)
-			if zxidCounter(z) != 0 {
-				lastTxn = max(lastTxn, z)
-			}
+		last = max(last, s.zxid)
+		if zxidCounter(s.zxid) != 0 {
+			lastTxn = max(lastTxn, s.zxid)
 		}
 	}
 	return last, lastTxn, nil
+}
+
+// snapshotFile is a snapshot in a data directory and the zxid that names it.
+type snapshotFile struct {
+	path string
+	zxid int64
+}
+
+// snapshots lists a data directory's snapshots; a file whose name is no zxid is none.
+func snapshots(dataDir string) ([]snapshotFile, error) {
+	paths, err := filepath.Glob(filepath.Join(txnLogDir(dataDir), "snapshot.*"))
+	if err != nil {
+		return nil, err
+	}
+	var snaps []snapshotFile
+	for _, p := range paths {
+		if z, err := strconv.ParseInt(strings.TrimPrefix(filepath.Ext(p), "."), 16, 64); err == nil {
+			snaps = append(snaps, snapshotFile{p, z})
+		}
+	}
+	return snaps, nil
 }
 
 // newestSnapshot is the zxid that names the snapshot a replica wrote last (by modification time,
@@ -256,22 +275,18 @@ func lastZxidOnDisk(dataDir string) (last, lastTxn int64, err error) {
 // (3.8.0 logs a DIFF's proposals before it applies them, and a sync cut short leaves them
 // logged and never applied).
 func newestSnapshot(dataDir string) (int64, error) {
-	snaps, err := filepath.Glob(filepath.Join(txnLogDir(dataDir), "snapshot.*"))
+	snaps, err := snapshots(dataDir)
 	if err != nil {
 		return -1, err
 	}
 	zxid, newest := int64(-1), time.Time{}
 	for _, s := range snaps {
-		z, err := strconv.ParseInt(strings.TrimPrefix(filepath.Ext(s), "."), 16, 64)
+		fi, err := os.Stat(s.path)
 		if err != nil {
-			continue
+			return -1, fmt.Errorf("snapshot %s: %w", s.path, err)
 		}
-		fi, err := os.Stat(s)
-		if err != nil {
-			return -1, fmt.Errorf("snapshot %s: %w", s, err)
-		}
-		if t := fi.ModTime(); t.After(newest) || t.Equal(newest) && z > zxid {
-			zxid, newest = z, t
+		if t := fi.ModTime(); t.After(newest) || t.Equal(newest) && s.zxid > zxid {
+			zxid, newest = s.zxid, t
 		}
 	}
 	return zxid, nil
