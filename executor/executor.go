@@ -106,9 +106,12 @@ func (c *Campaign) sharing() bool {
 }
 
 // Kept is a cluster that Campaign.Hold keeps up: its directory (a subdirectory per server,
-// with its log and pid file) and its ports on 127.0.0.1.
+// with its log and pid file) and where its servers listen: each in a network namespace of its
+// own on its system's ordinary ports (Namespaces), or on Ports ports of 127.0.0.1 from
+// BasePort.
 type Kept struct {
 	Dir             string
+	Namespaces      bool
 	BasePort, Ports int
 }
 
@@ -403,7 +406,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 	}
 	o := w.execute(ctx, s, next, &rec)
 	if c.Hold != nil && o.made && w.plugin != nil && !w.plugin.Exited() {
-		c.Hold(ctx, Kept{Dir: w.dir, BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
+		c.Hold(ctx, Kept{Dir: w.dir, Namespaces: c.Info.Capabilities.InNamespaces(), BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
 	}
 	if err := w.cleanup(ctx, &o); err != nil {
 		return err

@@ -71,7 +71,8 @@ type About struct {
 	// with a rule set of the kit's (quorum, suspend, link, crash-link) under a title of its
 	// own, and modulo finds it in the plugin (modulo plugins lists them).
 	Declare []DRM
-	// PortsPerReplica is how many consecutive ports on 127.0.0.1 each replica gets.
+	// PortsPerReplica is how many ports each replica gets: Ports at its own address in
+	// network namespaces, or consecutive ports of 127.0.0.1 on loopback.
 	PortsPerReplica int
 	// Ports are the system's ordinary ports, PortsPerReplica of them, which every replica
 	// listens on at an address of its own where each has a network namespace of its own (the

@@ -57,8 +57,10 @@ reproduced 0 times flaky rather than a bug. Every run keeps its own results (act
 replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
 
 --keep leaves the cluster running after the run's verdict, printing each server's pid and log
-and the ports, so that the failure can be looked at live (redis-cli -p PORT, zkCli.sh...);
-Ctrl-C tears it down.
+and where it listens, so that the failure can be looked at live: on loopback its ports
+(redis-cli -p PORT, zkCli.sh...), in network namespaces (the default as root) the nsenter
+command that runs a client in the server's own namespace (nsenter --net=/proc/PID/ns/net
+redis-cli). Ctrl-C tears it down.
 
 The plugin runs with the campaign's plugin table (kept in campaign.json) unless --config
 names a file, whose table is used instead. ID may also be the smallest schedule a shrink
@@ -88,16 +90,26 @@ or not made, 0 when every run passed, 2 on bad input.`,
 	return cmd
 }
 
-// hold says where the kept cluster's servers are and waits for Ctrl-C.
+// hold says where the kept cluster's servers are and waits for Ctrl-C. A server in a network
+// namespace of its own is reached from inside that namespace, which nsenter enters by the
+// server's pid.
 func hold(ctx context.Context, out io.Writer, k executor.Kept) {
-	fmt.Fprintf(out, "the cluster is kept running in %s, on ports %d-%d of 127.0.0.1:\n", k.Dir, k.BasePort, k.BasePort+k.Ports-1)
+	if k.Namespaces {
+		fmt.Fprintf(out, "the cluster is kept running in %s, each server in a network namespace of its own on its system's own ports; run a client in a server's namespace with the nsenter line below (its address: ip -4 addr show eth0 there):\n", k.Dir)
+	} else {
+		fmt.Fprintf(out, "the cluster is kept running in %s, on ports %d-%d of 127.0.0.1:\n", k.Dir, k.BasePort, k.BasePort+k.Ports-1)
+	}
 	files, err := proc.PidFiles(k.Dir)
 	if err != nil {
 		fmt.Fprintf(out, "  (its pid files cannot be read: %v)\n", err)
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f.Path), proc.PidFileSuffix)
-		fmt.Fprintf(out, "  %s: pid %d, log %s\n", name, f.Pid, filepath.Join(filepath.Dir(f.Path), name+".log"))
+		fmt.Fprintf(out, "  %s: pid %d, log %s", name, f.Pid, filepath.Join(filepath.Dir(f.Path), name+".log"))
+		if k.Namespaces {
+			fmt.Fprintf(out, ", nsenter --net=/proc/%d/ns/net", f.Pid)
+		}
+		fmt.Fprintln(out)
 	}
 	fmt.Fprintln(out, "press Ctrl-C to tear it down")
 	<-ctx.Done()

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem/proc"
+	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
 	"github.com/modulo-testing/modulo/oracle"
@@ -123,5 +126,45 @@ func TestExplainRestoredRun(t *testing.T) {
 		if b.String() != tt.want {
 			t.Errorf("%s: printed %q, want %q", tt.name, b.String(), tt.want)
 		}
+	}
+}
+
+// TestHoldSaysWhereServersListen checks the --keep lines: a cluster in network namespaces is
+// reached through each server's namespace, one on loopback at its ports.
+func TestHoldSaysWhereServersListen(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "r0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "r0", "redis"+proc.PidFileSuffix), []byte("4242 17\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		kept       executor.Kept
+		want, dont []string
+	}{
+		{"namespaces", executor.Kept{Dir: dir, Namespaces: true, BasePort: 20000, Ports: 3},
+			[]string{"network namespace of its own", "redis: pid 4242", "nsenter --net=/proc/4242/ns/net"}, []string{"127.0.0.1", "20000"}},
+		{"loopback", executor.Kept{Dir: dir, BasePort: 20000, Ports: 3},
+			[]string{"on ports 20000-20002 of 127.0.0.1", "redis: pid 4242"}, []string{"nsenter", "namespace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // Ctrl-C already pressed: hold returns once it has said where the servers are
+			var out bytes.Buffer
+			hold(ctx, &out, tt.kept)
+			for _, w := range tt.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("hold printed %q, want %q in it", out.String(), w)
+				}
+			}
+			for _, d := range tt.dont {
+				if strings.Contains(out.String(), d) {
+					t.Errorf("hold printed %q, which should not say %q", out.String(), d)
+				}
+			}
+		})
 	}
 }
