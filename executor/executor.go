@@ -12,9 +12,12 @@ package executor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -98,6 +101,42 @@ type Campaign struct {
 // cluster per divergence of the schedule it runs.
 const DefaultShareBudget = 1 << 30
 
+// WorkRoot is where a campaign whose results go to resultsDir runs its clusters: its work
+// folder (results.WorkDir), an absolute path since plugins run their servers in directories of
+// their own. A campaign run as root whose results lie below a directory that other users
+// cannot enter (a mktemp -d, /root) runs them in tempDir instead, in a folder named by the
+// results directory's digest, so that a run killed outright is swept by the next run of the
+// same campaign: some plugins run their servers as another user (PostgreSQL refuses root), who
+// must reach the servers' directories. The servers need not live where the results do.
+func WorkRoot(resultsDir, tempDir string, root bool) (string, error) {
+	dir, err := filepath.Abs(resultsDir)
+	if err != nil {
+		return "", fmt.Errorf("work directory: %w", err)
+	}
+	if !root || othersCanEnter(dir) {
+		return filepath.Join(dir, results.WorkDir), nil
+	}
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(tempDir, "modulo-work-"+hex.EncodeToString(sum[:8])), nil
+}
+
+// othersCanEnter tells whether a user who owns none of them can enter dir and every directory
+// above it; a directory not made yet counts as enterable, since MkdirAll makes it so (0755).
+func othersCanEnter(dir string) bool {
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+		if d == filepath.Dir(d) {
+			return true
+		}
+	}
+}
+
 // sharing tells whether the campaign shares prefixes.
 // A partition DRM's divergences end with every server up: there is no point where a cluster
 // is all on disk to save.
@@ -165,10 +204,9 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 	if c.CallTimeout == 0 {
 		c.CallTimeout = cem.DefaultCallTimeout(c.StepTimeout, c.Header.Params.Replicas)
 	}
-	// Plugins run their servers in directories of their own: a relative path would not hold.
-	workRoot, err := filepath.Abs(filepath.Join(c.Store.Dir(), results.WorkDir))
+	workRoot, err := WorkRoot(c.Store.Dir(), os.TempDir(), os.Geteuid() == 0)
 	if err != nil {
-		return Summary{}, fmt.Errorf("work directory: %w", err)
+		return Summary{}, err
 	}
 	// A run that was killed outright leaves its cluster directories: end what they started.
 	if err := proc.KillLeftovers(workRoot); err != nil {

@@ -169,7 +169,7 @@ func TestRunVerdicts(t *testing.T) {
 			t.Errorf("schedule %d (%s): failure folder exists = %v", i, w.verdict, hasFolder)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, results.WorkDir)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(workRoot(t, dir)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("work directory left behind: %v", err)
 	}
 
@@ -504,5 +504,63 @@ func TestRunHold(t *testing.T) {
 	sys.check()
 	if len(held) != 1 || !strings.HasSuffix(sys.callsOf(all[0].ID), "read, teardown") {
 		t.Errorf("held %d times; calls %s", len(held), sys.callsOf(all[0].ID))
+	}
+}
+
+// workRoot is where a campaign whose results go to dir runs its clusters.
+func workRoot(t *testing.T, dir string) string {
+	t.Helper()
+	root, err := executor.WorkRoot(dir, os.TempDir(), os.Geteuid() == 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestWorkRoot checks where clusters run: in the results directory's work folder, unless the
+// campaign runs as root below a directory that other users cannot enter.
+func TestWorkRoot(t *testing.T) {
+	base := t.TempDir()
+	if err := os.Chmod(filepath.Dir(base), 0o755); err != nil { // the test's own directory
+		t.Fatal(err)
+	}
+	open, closed := filepath.Join(base, "open"), filepath.Join(base, "closed")
+	for dir, mode := range map[string]os.FileMode{base: 0o755, open: 0o755, closed: 0o700} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(base, "/tmp/") {
+		t.Skipf("the test's directory %s is not under /tmp, whose every directory others can enter", base)
+	}
+	tmp := filepath.Join(base, "tmp")
+	tests := []struct {
+		name, results string
+		root          bool
+		want          string
+	}{
+		{"open, as root", filepath.Join(open, "r"), true, filepath.Join(open, "r", results.WorkDir)},
+		{"closed, as root", filepath.Join(closed, "r"), true, filepath.Join(tmp, "modulo-work-")},
+		{"closed, not root", filepath.Join(closed, "r"), false, filepath.Join(closed, "r", results.WorkDir)},
+		{"closed itself, as root", closed, true, filepath.Join(tmp, "modulo-work-")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := executor.WorkRoot(tt.results, tmp, tt.root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(got, tt.want) || (strings.HasSuffix(tt.want, "-") && len(got) != len(tt.want)+16) {
+				t.Errorf("WorkRoot(%s) = %s, want %s", tt.results, got, tt.want)
+			}
+		})
+	}
+	a, _ := executor.WorkRoot(filepath.Join(closed, "a"), tmp, true)
+	b, _ := executor.WorkRoot(filepath.Join(closed, "b"), tmp, true)
+	if a == b {
+		t.Errorf("two campaigns' results directories share the work folder %s", a)
 	}
 }

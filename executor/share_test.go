@@ -148,7 +148,7 @@ func TestRunSharesPrefixesWork(t *testing.T) {
 		if tc.workers == 1 && sum.Work != want {
 			t.Errorf("%+v: work %+v, Plan counts %+v", tc, sum.Work, want)
 		}
-		if _, err := os.Stat(filepath.Join(dir, results.WorkDir)); !os.IsNotExist(err) {
+		if _, err := os.Stat(workRoot(t, dir)); !os.IsNotExist(err) {
 			t.Errorf("%+v: the work directory was left behind: %v", tc, err)
 		}
 	}
