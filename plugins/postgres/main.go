@@ -228,7 +228,7 @@ func reachable(dir string, u *user.User) error {
 			enter = perm&0o001 != 0
 		}
 		if !enter {
-			return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): give the campaign a results_dir that %s can reach, such as /var/tmp/modulo-results, or set [postgres] user", u.Username, d, fi.Mode(), u.Username)
+			return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): modulo runs clusters in $TMPDIR when others cannot enter the results_dir: give it a TMPDIR or a results_dir that %s can reach, such as /var/tmp, or set [postgres] user", u.Username, d, fi.Mode(), u.Username)
 		}
 		if d == "/" {
 			return nil
