@@ -69,7 +69,7 @@ func chromium(t *testing.T, page string, args ...string) string {
 // Chromium: it must load without a console message, its DOM must hold every section, and
 // its screenshot must show a page, not a blank one.
 func TestReportInChromium(t *testing.T) {
-	s, page := render(t, "slr-2x3-broken")
+	s, page := render(t, filepath.Join(campaigns, "slr-2x3-broken"))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")
 	if err := os.WriteFile(path, page, 0o644); err != nil {

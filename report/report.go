@@ -37,14 +37,12 @@ var css string
 var pageText string
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":   func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"cls":  func(label string) string { return strings.ReplaceAll(label, " ", "-") },
-	"add":  func(a, b float64) float64 { return a + b },
-	"sub":  func(a, b float64) float64 { return a - b },
-	"half": func(a float64) float64 { return a / 2 },
-	"neg":  func(a float64) float64 { return -a },
-	// line is the baseline, in a timeline's cell, of event line k.
-	"line":   func(k int) float64 { return 15 + 14*float64(k) },
+	"ms":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"cls":    func(label string) string { return strings.ReplaceAll(label, " ", "-") },
+	"add":    func(a, b float64) float64 { return a + b },
+	"sub":    func(a, b float64) float64 { return a - b },
+	"half":   func(a float64) float64 { return a / 2 },
+	"neg":    func(a float64) float64 { return -a },
 	"plural": words.Plural,
 }).Parse(pageText))
 
@@ -382,7 +380,7 @@ func (f *failure) draw(dir string, h schedules.Header) {
 		return
 	}
 	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), oracle.Abbreviate(folder.Detail)
-	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record.Observations); err != nil {
+	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record); err != nil {
 		f.Problem = err.Error()
 	}
 	if folder.Snapshot != nil {
