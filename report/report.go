@@ -5,8 +5,9 @@
 // The page holds the campaign's description, the verdicts, the coverage curve (the share of
 // all schedules with a verdict over the time the campaign ran, as the Modulo paper's Figure 4
 // draws it), histograms of the time per schedule and per step kind, and for each schedule that
-// did not pass its timeline per replica (as the paper's Figure 2) beside each replica's final
-// data with the differences marked.
+// did not pass its timeline per replica (as the paper's Figure 2, with what the plugin observed
+// of each replica after each step, and the step where the failure was seen marked) beside each
+// replica's final data with the differences marked.
 //
 // To look at it as a browser shows it, without a display:
 //
