@@ -122,6 +122,11 @@ func Run(t *testing.T, cfg Config) {
 	if cfg.New == nil {
 		t.Fatal("plugintest: Config.New is nil")
 	}
+	if !cfg.NoServers {
+		// Before Info, which runs the server binary for its version and makes a network
+		// namespace to see whether the host can.
+		Servers(t)
+	}
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout
 	}
