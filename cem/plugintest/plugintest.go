@@ -92,9 +92,11 @@ type Config struct {
 }
 
 // Build builds the plugin package pkg (such as ".") into a directory of t's and returns the
-// binary's path.
+// binary's path, for Config.Binary. Under -short it skips t, as Run would, before it spends a
+// build on a binary that only runs servers.
 func Build(t *testing.T, pkg string) string {
 	t.Helper()
+	Servers(t)
 	bin := filepath.Join(t.TempDir(), "modulo-plugin")
 	goBuild(t, bin, pkg)
 	return bin
