@@ -584,11 +584,8 @@ func memAbout(drm string) kit.About {
 
 // TestMemSystemConformance runs the conformance suite on the in-memory system, for a quorum
 // model and the three link models, with replication lagging so that every wait of the kit's
-// engines is needed. It and the other tests that run the whole suite (TestInitialData,
-// TestRelinkByRestart, TestUpdateWorkload) run in parallel: each waits out its step timeout
-// once, idle, in its hung-server part.
+// engines is needed.
 func TestMemSystemConformance(t *testing.T) {
-	t.Parallel()
 	for _, drm := range []string{"qce", "ssr", "slr", "sclr"} {
 		t.Run(drm, func(t *testing.T) {
 			t.Parallel()
@@ -606,7 +603,6 @@ func TestMemSystemConformance(t *testing.T) {
 // TestInitialData: a quorum system's initial data is on every replica when the first step
 // starts, and the suite passes with it (the comparisons cover it).
 func TestInitialData(t *testing.T) {
-	t.Parallel()
 	p := kit.New(memAbout("qce"), &memSystem{})
 	spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
 		ScheduleID: "0123456789abcdef", Config: []byte("lag_ms = 50\ninitial_keys = 3"), StepTimeout: 6 * time.Second}
@@ -638,7 +634,6 @@ func TestInitialData(t *testing.T) {
 // rewound replica can have followers: the kit stops, prepares and restarts each relinked
 // server, and relinks the followers of a rewritten one in turn.
 func TestRelinkByRestart(t *testing.T) {
-	t.Parallel()
 	plugintest.Run(t, plugintest.Config{
 		DRM:          "sclr",
 		Params:       aem.Params{Ops: 2, Replicas: 3},
@@ -946,7 +941,6 @@ func TestRefusedLinkCopiedAfresh(t *testing.T) {
 // name, also when a preset sets the workload; a configuration that cannot update is refused at
 // the start, naming why.
 func TestUpdateWorkload(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	// The workload comes from the preset: the kit applies a Presetter's settings of its keys.
 	p := kit.New(memAbout("qce"), &memSystem{})
