@@ -149,8 +149,9 @@ func TestOffences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	offences := trace.Offences(Rules{GOROOT: "/usr/local/go", TempDir: "/tmp", CC: "/usr/bin/gcc"})
 	var got []string
-	for _, o := range trace.Offences(Rules{GOROOT: "/usr/local/go", TempDir: "/tmp", CC: "/usr/bin/gcc"}) {
+	for _, o := range offences {
 		got = append(got, o.What+" x"+strconv.Itoa(o.Count))
 	}
 	want := []string{
@@ -165,6 +166,9 @@ func TestOffences(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("offences:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if want := "/usr/bin/java -Xmx128m org.apache.zookeeper.server.quorum.QuorumPeerMain"; len(offences) == 0 || offences[0].Example != want {
+		t.Errorf("the first offence's example: %+v, want %q", offences, want)
 	}
 	if p := trace.Programs(); len(p) != 15 || p[0] != "/usr/local/go/bin/go" {
 		t.Errorf("programs: %v, want the 15 the trace starts, the go command first", p)

@@ -61,7 +61,7 @@ func (o Offence) String() string {
 // start is a program started, and by what.
 type start struct {
 	path  string
-	argv  []string
+	argv  []string // argv[0] first
 	chain []string // the programs of the processes it descends from, nearest first
 }
 
@@ -300,7 +300,7 @@ func (t *Trace) Offences(r Rules) []Offence {
 			by = "a process the trace does not name"
 		}
 		all = append(all, Offence{What: "runs " + e.path + " (started by " + by + ")",
-			Example: strings.Join(append([]string{e.path}, e.argv...), " ")})
+			Example: strings.Join(e.argv, " ")})
 	}
 	all = append(all, t.other...)
 	var grouped []Offence
