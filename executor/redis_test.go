@@ -29,9 +29,11 @@ import (
 // These tests run `modulo run` end to end on real redis-server clusters through the Redis
 // plugin, built from plugins/redis.
 
-// buildRedisPlugin builds plugins/redis as modulo-plugin-redis into a directory of t's.
+// buildRedisPlugin builds plugins/redis as modulo-plugin-redis into a directory of t's; under
+// -short it skips t, which runs redis-server.
 func buildRedisPlugin(t *testing.T) string {
 	t.Helper()
+	plugintest.Servers(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
@@ -185,7 +187,6 @@ func TestRedisInterrupt(t *testing.T) {
 	dir := t.TempDir()
 	file, total := writeSchedules(t, dir, "ssr", 1, 3)
 	resultsDir := filepath.Join(dir, "results")
-	plugintest.Servers(t)
 	records := filepath.Join(resultsDir, "ssr", results.RecordsFile)
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/oracle"
@@ -35,9 +36,7 @@ func qczSchedules(t *testing.T, ops int) (schedules.Header, []schedules.Schedule
 // actions from the run that saved it, saves nothing after a check failed, and starts afresh
 // after a restore fails. With one worker it does exactly the work that schedules.Plan counts.
 func TestRunSharesPrefixes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers (ports reserved with plugintest.FreePorts); run without -short")
-	}
+	plugintest.Servers(t)
 	h, ss := qczSchedules(t, 2)
 	const alarmed, diverged, badRestore = 0, 5, 9
 	sys := newFakeSystem(t, 10)
@@ -124,9 +123,7 @@ func TestRunSharesPrefixes(t *testing.T) {
 // schedules.Plan counts; two share the units between them; without the plugin's capability
 // nothing is restored. Every schedule passes and the saved clusters are removed.
 func TestRunSharesPrefixesWork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts servers (ports reserved with plugintest.FreePorts); run without -short")
-	}
+	plugintest.Servers(t)
 	h, ss := qczSchedules(t, 2)
 	for _, tc := range []struct {
 		workers int

@@ -19,9 +19,7 @@ import (
 // is found with the cluster restored from the run of the schedule before it, which shares its
 // first three steps, as it is from scratch.
 func TestZooKeeperSharedPrefixFindsTruncation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs ZooKeeper ensembles; run without -short")
-	}
+	plugintest.Servers(t)
 	const saver, failing = "e244af80baa7ba59", "9f04dcda77776788"
 	pluginDir := plugintest.BuildPlugin(t, "zookeeper", "github.com/modulo-testing/modulo/plugins/zookeeper")
 	file, _ := writeSchedules(t, t.TempDir(), "qcz", 2, 3)
@@ -29,7 +27,6 @@ func TestZooKeeperSharedPrefixFindsTruncation(t *testing.T) {
 		resultsDir := t.TempDir()
 		var out, errOut bytes.Buffer
 		one := 1
-		plugintest.Servers(t)
 		err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, IDs: []string{saver, failing},
 			Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &one, SharePrefixes: &share}})
 		if err == nil || !strings.Contains(out.String(), "schedules: 2, pass: 1, fail: 1") {

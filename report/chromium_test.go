@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/report"
 	"github.com/modulo-testing/modulo/results"
@@ -34,9 +35,11 @@ func skipShort(t *testing.T) {
 
 // chromium runs Debian's chromium headless on page with extra arguments, in a process group
 // of its own that is killed however the test ends, and returns what it printed (its log on
-// stderr, and the DOM on stdout when asked).
+// stderr, and the DOM on stdout when asked). Under -short it skips t: the short suite starts
+// no browser.
 func chromium(t *testing.T, page string, args ...string) string {
 	t.Helper()
+	plugintest.Servers(t)
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Fatalf("chromium is not installed: the report must be checked in a real browser (apt-get install -y chromium; scripts/setup installs it): %v", err)

@@ -197,6 +197,19 @@ func (p *Plugin) drm(name string) (drms.DRM, error) {
 // main calls it and nothing else.
 func Serve(about About, sys System) { cem.Serve(New(about, sys)) }
 
+// Configure takes config, the plugin's section, as Info does, and asks nothing of the server
+// binary or of the host: for a plugin's tests of its configuration, which the short suite runs
+// without running a server's binary or making a network namespace.
+func (p *Plugin) Configure(config []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.aboutErr != nil {
+		return p.aboutErr
+	}
+	_, err := p.configure(config, "")
+	return err
+}
+
 // Info describes the plugin and the server binary that config names.
 func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	p.mu.Lock()

@@ -14,10 +14,14 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// needNamespaces skips a test where namespaces cannot be made, saying why, but for root (CI),
-// who can make them: there it is a failure.
+// needNamespaces skips a test under -short, which makes no network namespace, and where
+// namespaces cannot be made, saying why, but for root (CI), who can make them: there it is a
+// failure.
 func needNamespaces(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("makes network namespaces; run without -short")
+	}
 	err := Available()
 	switch {
 	case err != nil && os.Geteuid() == 0:

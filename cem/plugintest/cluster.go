@@ -140,8 +140,10 @@ func (s *suite) ports(t *testing.T, n int) int {
 	return FreePorts(t, n)
 }
 
-// Servers skips t under go test -short: it starts servers, each in a network namespace of its
-// own and on its system's ordinary ports, so that it needs no ports reserved (FreePorts).
+// Servers skips t under go test -short: it starts servers, or runs a server's binary at all
+// (for its version too), or makes network namespaces, none of which the short suite does
+// (internal/shortsuite proves it). A test whose servers run each in a network namespace of its
+// own, on its system's ordinary ports, needs no ports reserved (FreePorts, which skips too).
 func Servers(t testing.TB) {
 	t.Helper()
 	if testing.Short() {

@@ -92,9 +92,11 @@ type Config struct {
 }
 
 // Build builds the plugin package pkg (such as ".") into a directory of t's and returns the
-// binary's path.
+// binary's path, for Config.Binary. Under -short it skips t, as Run would, before it spends a
+// build on a binary that only runs servers.
 func Build(t *testing.T, pkg string) string {
 	t.Helper()
+	Servers(t)
 	bin := filepath.Join(t.TempDir(), "modulo-plugin")
 	goBuild(t, bin, pkg)
 	return bin
@@ -121,6 +123,11 @@ func Run(t *testing.T, cfg Config) {
 	t.Helper()
 	if cfg.New == nil {
 		t.Fatal("plugintest: Config.New is nil")
+	}
+	if !cfg.NoServers {
+		// Before Info, which runs the server binary for its version and makes a network
+		// namespace to see whether the host can.
+		Servers(t)
 	}
 	if cfg.StepTimeout <= 0 {
 		cfg.StepTimeout = DefaultStepTimeout

@@ -45,9 +45,10 @@ func KeptSchedule(t testing.TB, path, drm string, params Params) (string, []aem.
 // ReplayKept runs the kept schedule id (KeptSchedule) on a cluster of p configured by its TOML
 // section pluginConfig (nil for its defaults), in a directory of t's, on ports reserved for t,
 // with the executor's step timeout, and returns the cluster's spec and each step's report; a
-// step that fails fails t. The cluster is torn down when t ends.
+// step that fails fails t. The cluster is torn down when t ends. Under -short it skips t.
 func ReplayKept(t *testing.T, p cem.CEM, pluginConfig []byte, drm string, params Params, id string, steps []aem.Transition) (cem.ClusterSpec, []cem.StepReport) {
 	t.Helper()
+	Servers(t)
 	ctx := context.Background()
 	info, err := p.Info(ctx, pluginConfig)
 	if err != nil {

@@ -14,9 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountT mounts a file system over a store of the test's own and unmounts it at the end.
+// mountT mounts a file system over a store of the test's own and unmounts it at the end;
+// under -short, which mounts nothing, it skips t.
 func mountT(t *testing.T) *FS {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("mounts a FUSE file system; run without -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("powerfs mounts with mount(2), which needs root")
 	}

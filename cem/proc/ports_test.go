@@ -125,6 +125,9 @@ func TestGroupListens(t *testing.T) {
 // next check would find the port busy, held by no process it could name. The checks run in a
 // network namespace of their own, where no other program's socket can take the port.
 func TestCheckPortFreeWhileForking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes a network namespace; run without -short")
+	}
 	if err := netns.Available(); err != nil {
 		if os.Geteuid() == 0 {
 			t.Fatalf("root cannot make network namespaces: %v", err)

@@ -22,6 +22,7 @@ func TestConformance(t *testing.T) {
 // each failing member crashed or cut off: every member in a network namespace of its own, on
 // etcd's own ports.
 func TestConformancePartition(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, drm := range []string{"qne", "qcne"} {
 		t.Run(drm, func(t *testing.T) {
@@ -38,6 +39,7 @@ func TestConformancePartition(t *testing.T) {
 // systems under every member's data directory, restored clusters and the plugin's death with
 // them mounted.
 func TestConformancePowerLoss(t *testing.T) {
+	plugintest.Servers(t)
 	plugintest.Run(t, plugintest.Config{
 		DRM:    "qpe",
 		New:    func() cem.CEM { return kit.New(about, &system{}) },

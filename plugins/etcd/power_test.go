@@ -14,6 +14,7 @@ import (
 // That campaign drops unsynced data without tearing a write (torn_writes = false): a torn WAL
 // record makes etcd refuse to start (unrecoverable), which hides what was lost.
 func TestPowerLoss(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.BuildModulo(t, "etcd")
 	unsafe := plugintest.CachedServer(t, "etcd/3.5.21/etcd")
 	for _, tt := range []struct {

@@ -11,6 +11,7 @@ import (
 // TestConformance runs modulo's conformance suite on real MariaDB clusters of two and three
 // servers: in process, and through the plugin binary as modulo runs it.
 func TestConformance(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, n := range []int{2, 3} {
 		t.Run(map[int]string{2: "two", 3: "three"}[n], func(t *testing.T) {

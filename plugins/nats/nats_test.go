@@ -23,6 +23,7 @@ var known = map[string]string{
 // TestConformance runs modulo's conformance suite on real JetStream clusters of three and five
 // servers: in process, and through the plugin binary as modulo runs it.
 func TestConformance(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, n := range []int{3, 5} {
 		t.Run(map[int]string{3: "three", 5: "five"}[n], func(t *testing.T) {
@@ -46,6 +47,7 @@ func TestConformance(t *testing.T) {
 // applies a write that never committed on the suite's schedules now and then (the README's
 // "What it found"), so that neither a pass nor a known failure could be asked of it.
 func TestConformancePartition(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	server := plugintest.CachedServer(t, filepath.Join("nats-server", "2.12.2", "nats-server"))
 	for _, drm := range []string{"qnn", "qcnn"} {

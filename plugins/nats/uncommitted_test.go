@@ -20,9 +20,7 @@ import (
 // that it truncated and repaired its Raft log, and holds k1.1 at stream sequence 1 where the
 // others hold k3.1, with the same stream state as theirs.
 func TestUncommittedApplied(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts nats-server")
-	}
+	plugintest.Servers(t)
 	params := plugintest.Params{Ops: 2, Replicas: 3}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "uncommitted-applied.txt"), "qcn", params)
 	p := kit.New(about, &system{})

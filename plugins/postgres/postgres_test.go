@@ -19,6 +19,7 @@ import (
 // executor's default: a server rewound onto an idle primary reaches a consistent state only
 // when the primary next flushes its WAL, about 10 s later, over the suite's default.
 func TestConformance(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, n := range []int{2, 3} {
 		t.Run(map[int]string{2: "two", 3: "three"}[n], func(t *testing.T) {

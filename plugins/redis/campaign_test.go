@@ -27,9 +27,7 @@ import (
 // replicas (the paper's Table 3 parameters for S/L/R and S/CL/R). Every schedule must get a
 // verdict that is not a harness error; the verdicts are logged.
 func TestPaperPresetCampaigns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 134 schedules on real servers")
-	}
+	plugintest.Servers(t) // 134 schedules on real servers
 	pluginDir := plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
 	tests := []struct {
 		drm    string
@@ -47,7 +45,6 @@ func TestPaperPresetCampaigns(t *testing.T) {
 			resultsDir := filepath.Join(dir, "results")
 			// The paper's fixed waits leave the servers idle: more workers than cores.
 			workers := 6
-			plugintest.Servers(t)
 			var out, errOut bytes.Buffer
 			err := run.Run(&run.Options{Out: &out, ErrOut: &errOut, Context: context.Background(), File: file, Preset: "paper", Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers}})
 			recs, rerr := results.ReadRecords(filepath.Join(resultsDir, strings.TrimSuffix(filepath.Base(file), ".sched"), results.RecordsFile))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,17 +11,18 @@ import (
 )
 
 // configure hands the plugin's section to the plugin as the kit does when modulo asks it for
-// its Info, and returns the configuration it took.
+// its Info (kit.Plugin.Configure: without the server's version, which would run redis-server),
+// and returns the configuration it took.
 func configure(text string) (Config, error) {
 	s := &system{}
-	_, err := kit.New(about, s).Info(context.Background(), []byte(text))
+	err := kit.New(about, s).Configure([]byte(text))
 	return s.cfg, err
 }
 
 // configureFor is configure with the settings of the preset for drm applied, as Prepare does.
 func configureFor(text, drm string) (Config, error) {
 	s := &system{}
-	if _, err := kit.New(about, s).Info(context.Background(), []byte(text)); err != nil {
+	if err := kit.New(about, s).Configure([]byte(text)); err != nil {
 		return Config{}, err
 	}
 	return parseConfig(s.decode, drm)

@@ -10,6 +10,7 @@ import (
 // TestConformance runs modulo's conformance suite on real redis-server clusters for each of
 // the plugin's DRMs: in process, and through the plugin binary as modulo runs it.
 func TestConformance(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, drm := range about.DRMs {
 		t.Run(drm, func(t *testing.T) {

@@ -69,9 +69,7 @@ func oldServer(t *testing.T, v string) string {
 // TestKnownBugs replays every known-bug case with the paper preset: it must diverge on the
 // old build it was found on and converge on Debian's 7.0, where the bug is fixed.
 func TestKnownBugs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real servers, old builds among them")
-	}
+	plugintest.Servers(t) // real servers, old builds among them
 	for _, kb := range readKnownBugs(t) {
 		t.Run(kb.bug+"/"+kb.version+"/"+kb.s.id, func(t *testing.T) {
 			for _, tt := range []struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
 // The conformance suite (TestConformance) checks what every plugin must do: busy ports,
@@ -20,6 +21,7 @@ import (
 // is Redis's.
 
 func TestInfo(t *testing.T) {
+	plugintest.Servers(t)
 	info, err := newPlugin().Info(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
 // roots names each replica's replication tree by its root in links.
@@ -73,9 +74,7 @@ func groupCount(snap cem.Snapshot) int {
 // replicas the model leaves in separate trees (S/CL/R recoveries that keep no link, so that
 // two primaries stand) are compared only within their trees.
 func TestSchedules(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs every schedule on real servers")
-	}
+	plugintest.Servers(t) // every schedule on real servers
 	tests := []struct {
 		drm    string
 		ops, n int
@@ -124,9 +123,7 @@ func TestSchedules(t *testing.T) {
 // deliberately skipping the relinks of recovering replicas, some schedule ends with replicas of
 // one tree holding different data.
 func TestBrokenRealisationDiverges(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs schedules on real servers")
-	}
+	plugintest.Servers(t) // schedules on real servers
 	diverged, skipped, unprobed := 0, 0, 0
 	all := allSchedules(t, "slr", 1, 3)
 	for _, s := range all {

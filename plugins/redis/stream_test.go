@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/plugintest"
 )
 
 // monitor records, with MONITOR, the commands a server executes that reach it from another
@@ -64,9 +65,7 @@ var scheduleKey = regexp.MustCompile(`^"k\d+\.\d+(\.\d+)?"$`)
 // supported version: the schedule's SETs and replication bookkeeping (SELECT, PING), nothing
 // the plugin added to the stream.
 func TestStreamHoldsOnlyTheSchedule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real servers, old builds among them")
-	}
+	plugintest.Servers(t) // real servers, old builds among them
 	// Link failures and relinks in both directions, writes in databases 1 and 0, the probe.
 	s := parseSchedule(t, "D[1,0,0] C[0,1]<1,-,1> D[0,1,0] C[0,1]<-,0,-> C[2]<-,0,1>")
 	servers := map[string]string{"7.0 (Debian)": debianServer}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/plugins/redis/internal/dialect"
 )
 
@@ -49,9 +50,7 @@ var (
 // golden files for, and compares every step's actions (with pids and ports made symbolic) with testdata/commands-<version>.txt. 7.0.15 runs on
 // Debian's server itself, the others on stand-ins.
 func TestCommandsGolden(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs real servers")
-	}
+	plugintest.Servers(t) // Debian's server and stand-ins
 	const text = "D[1,0](n,c) C[1]<-,->off2 C[0]<1,->"
 	for _, v := range []dialect.Version{{Major: 2, Minor: 8, Patch: 0}, {Major: 4, Minor: 0, Patch: 0}, {Major: 5, Minor: 0, Patch: 14}, {Major: 7, Minor: 0, Patch: 15}} {
 		t.Run(v.String(), func(t *testing.T) {

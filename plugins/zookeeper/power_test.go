@@ -12,6 +12,7 @@ import (
 // power loss must lose some, and the verdict must name the writes and the replicas: the proof
 // that the fault bites (with no write torn: torn_writes = false, as in etcd's test).
 func TestPowerLoss(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.BuildModulo(t, "zookeeper")
 	for _, tt := range []struct {
 		name, config string

@@ -39,6 +39,7 @@ var paperReleases = []string{"3.4.11", "3.7.0"}
 // reads each one's version and adapts to what it lacks. The paper's releases run with its
 // preset, whose writes set initial znodes (setData, through 3.4's global session too).
 func TestReleases(t *testing.T) {
+	plugintest.Servers(t)
 	for _, v := range builtReleases {
 		t.Run(v, func(t *testing.T) {
 			dir := builtJarDir(t, v)
@@ -66,6 +67,7 @@ func TestReleases(t *testing.T) {
 // built from source since 3.7: at step 4 replica 2, whose log's one transaction is the
 // uncommitted k1.1, is told to truncate it (TRUNC), keeps k1.1 and holds it alone at the end.
 func TestTruncKeepsFirst(t *testing.T) {
+	plugintest.Servers(t)
 	params := plugintest.Params{Ops: 2, Replicas: 3}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "trunc-keeps-first.txt"), "qcz", params)
 	for _, v := range []string{"3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
@@ -103,6 +105,7 @@ func TestTruncKeepsFirst(t *testing.T) {
 // leader's first epoch's 0x100000000, as the restarts' timing has it) keeps the uncommitted /k1.1
 // and serves it.
 func TestTruncKeepsFirstByHand(t *testing.T) {
+	plugintest.Servers(t)
 	for _, v := range []string{"debian", "3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
 		t.Run(v, func(t *testing.T) {
 			dir := "/usr/share/java"

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,25 +34,36 @@ func TestMain(m *testing.M) {
 	os.Setenv(ownerEnv, strconv.Itoa(os.Getpid()))
 	code := m.Run()
 	// No test may leave a JVM behind, whatever it did.
-	out, _ := exec.Command("pgrep", "-af", "QuorumPeerMain").Output()
-	var left []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		pid, _, _ := strings.Cut(line, " ")
-		env, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
-		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), owner) {
-			left = append(left, line)
-		}
-	}
-	if len(left) > 0 {
+	if left := ownJVMs(owner); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "ZooKeeper JVMs left running after the tests:\n%s\n", strings.Join(left, "\n"))
 		code = 1
 	}
 	os.Exit(code)
 }
 
+// ownJVMs lists the ZooKeeper servers (QuorumPeerMain) whose environment holds owner, each as
+// its pid and command line. It reads /proc rather than run pgrep: TestMain runs in the short
+// suite too, which starts no program but the toolchain's and its stand-ins.
+func ownJVMs(owner string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var own []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), "QuorumPeerMain") {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), owner) {
+			own = append(own, e.Name()+" "+strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
+		}
+	}
+	return own
+}
+
 // TestConformance runs modulo's conformance suite on real ensembles: in process, and through
 // the plugin binary as modulo runs it.
 func TestConformance(t *testing.T) {
+	plugintest.Servers(t)
 	plugintest.Run(t, plugintest.Config{
 		DRM:    "qcz",
 		New:    func() cem.CEM { return kit.New(about, &system{}) },
@@ -118,6 +128,7 @@ func TestSchedules(t *testing.T) {
 // listening on ZooKeeper's own ports (2181, 2888, 3888) at its own address, as every test here
 // but TestVersion runs it.
 func TestPartitions(t *testing.T) {
+	plugintest.Servers(t)
 	bin := plugintest.Build(t, ".")
 	for _, drm := range []string{"qnz", "qcnz"} {
 		t.Run(drm, func(t *testing.T) {
@@ -128,6 +139,7 @@ func TestPartitions(t *testing.T) {
 
 // TestVersion: the version read from zookeeper.jar is the one the running server reports.
 func TestVersion(t *testing.T) {
+	plugintest.Servers(t)
 	p := kit.New(about, &system{})
 	info, err := p.Info(context.Background(), nil)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 
 // TestNewSkeletonBuilds writes skeletons into directories inside this module (named with a
 // leading "_", which ./... patterns skip, so that nobody else's build sees them) and checks that
-// go build and go vet pass on them, test file included.
+// go build and go vet pass on them, test file included: one go build (which links every
+// skeleton, and discards them) and one go vet for all of them, not two go commands each.
 func TestNewSkeletonBuilds(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -38,13 +39,14 @@ func TestNewSkeletonBuilds(t *testing.T) {
 		{name: "a title that would clash", opts: NewOptions{Name: "zk", Model: "qcz", Ports: 3},
 			want: []string{`Title: "Q/C/zk"`}},
 	}
+	var dirs []string
 	for _, tt := range tests {
+		dir, err := os.MkdirTemp(".", "_skeleton-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
 		t.Run(tt.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp(".", "_skeleton-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
 			var out bytes.Buffer
 			tt.opts.Out, tt.opts.Dir = &out, dir
 			if err := RunNew(&tt.opts); err != nil {
@@ -70,13 +72,16 @@ func TestNewSkeletonBuilds(t *testing.T) {
 			if n := bytes.Count(main, []byte("TODO")); n < 8 {
 				t.Errorf("main.go has %d TODO comments, want one at each place to fill in", n)
 			}
-			for _, args := range [][]string{{"build", "-o", os.DevNull}, {"vet"}} {
-				cmd := exec.Command("go", append(args, "./"+filepath.ToSlash(dir))...)
-				if b, err := cmd.CombinedOutput(); err != nil {
-					t.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, b)
-				}
-			}
+			dirs = append(dirs, "./"+filepath.ToSlash(dir))
 		})
+	}
+	if len(dirs) != len(tests) {
+		t.Fatalf("%d of %d skeletons written", len(dirs), len(tests))
+	}
+	for _, verb := range []string{"build", "vet"} {
+		if b, err := exec.Command("go", append([]string{verb}, dirs...)...).CombinedOutput(); err != nil {
+			t.Errorf("go %s %s: %v\n%s", verb, strings.Join(dirs, " "), err, b)
+		}
 	}
 }
 

@@ -20,9 +20,7 @@ import (
 // directory, modulo lists it, generates its DRM's schedules and runs a campaign on it, with no
 // file of modulo changed.
 func TestPluginOutsideTheRepository(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin module and runs etcd clusters; run without -short")
-	}
+	plugintest.Servers(t) // builds a plugin module and runs etcd clusters
 	if _, err := exec.LookPath("etcd"); err != nil {
 		t.Fatalf("etcd is not installed (scripts/setup installs it): %v", err)
 	}
@@ -95,7 +93,6 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 		t.Fatalf("modulo gen --drm qcx: %v\n%s", err, out)
 	}
 	resultsDir := filepath.Join(work, "results")
-	plugintest.Servers(t)
 	out, err = modulo("run", file, "--plugin-dir", bin, "--results-dir", resultsDir, "--workers", "1")
 	if err != nil || !strings.Contains(out, "schedules: 6, pass: 6") {
 		t.Fatalf("modulo run: %v\n%s", err, out)

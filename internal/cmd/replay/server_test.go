@@ -25,9 +25,9 @@ import (
 // replayed, without a configuration file, on that server, and says so: the plugin's Info sees
 // the campaign's table, as the runs do.
 func TestReplayAsksTheCampaignsServer(t *testing.T) {
+	plugintest.Servers(t)
 	server := plugintest.CachedServer(t, filepath.Join("redis", "4.0.2", "redis-server"))
 	pluginDir := plugintest.BuildPlugin(t, "redis", "github.com/modulo-testing/modulo/plugins/redis")
-	plugintest.Servers(t)
 	dir := t.TempDir()
 	file, cfgFile := filepath.Join(dir, "slr.sched"), filepath.Join(dir, "old.toml")
 	d, err := drms.Lookup("slr")

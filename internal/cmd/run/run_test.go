@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
@@ -169,9 +170,9 @@ func buildTestPlugin(t *testing.T, name string) string {
 }
 
 func TestRunThroughPluginProcess(t *testing.T) {
+	base := plugintest.FreePorts(t, 20) // first: under -short it skips before the build
 	pluginDir := buildTestPlugin(t, "redis")
 	resultsDir := t.TempDir()
-	base := plugintest.FreePorts(t, 20)
 	run := func() (string, string, error) {
 		var out, errOut bytes.Buffer
 		// Judged at the end: the test plugin's replicas hold each their own ports, which the
@@ -254,9 +255,14 @@ func TestRunPluginProbe(t *testing.T) {
 		{"plugin does not realise the DRM", "zookeeper", qczFile, "",
 			"plugin testplugin 1.2.3 does not realise qcz (it realises: ssr, slr)"},
 	}
+	// One build, linked under each case's plugin name.
+	built := filepath.Join(buildTestPlugin(t, "redis"), cem.PluginPrefix+"redis")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := buildTestPlugin(t, tt.plugin)
+			dir := t.TempDir()
+			if err := os.Link(built, filepath.Join(dir, cem.PluginPrefix+tt.plugin)); err != nil {
+				t.Fatal(err)
+			}
 			t.Setenv("TESTPLUGIN_INFO_ERROR", tt.env)
 			resultsDir := t.TempDir()
 			var out, errOut bytes.Buffer
@@ -272,9 +278,9 @@ func TestRunPluginProbe(t *testing.T) {
 }
 
 func TestRunIDs(t *testing.T) {
+	base := plugintest.FreePorts(t, 10) // first: under -short it skips before the build
 	pluginDir := buildTestPlugin(t, "redis")
 	resultsDir := t.TempDir()
-	base := plugintest.FreePorts(t, 10)
 	ids := []string{"9e00953181d87464", "6dcc0d6bc0b18a81"}
 	var out, errOut bytes.Buffer
 	err := Run(&Options{Out: &out, ErrOut: &errOut, File: ssrFile, DRM: "S/S/R", IDs: ids, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: ptr(1), BasePort: &base}})

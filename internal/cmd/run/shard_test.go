@@ -94,9 +94,9 @@ func TestCampaignName(t *testing.T) {
 // and finds every schedule of the file recorded exactly once, as one run of the whole file
 // records them.
 func TestRunShards(t *testing.T) {
+	base := plugintest.FreePorts(t, 10) // first: under -short it skips before the build
 	pluginDir := buildTestPlugin(t, "redis")
 	resultsDir := t.TempDir()
-	base := plugintest.FreePorts(t, 10)
 	_, all, err := schedules.ReadAll(ssrFile)
 	if err != nil {
 		t.Fatal(err)

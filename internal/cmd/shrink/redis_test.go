@@ -42,8 +42,11 @@ const stepTimeout = 4 * time.Second
 
 var campaignIDs = []string{"f7c59592e5c11b1d", "14d0a2cec64cc273", "579dccc2518cb440", "7c77ccb06bc366b1"}
 
+// buildRedisPlugin builds plugins/redis as modulo-plugin-redis into a directory of t's; under
+// -short it skips t, which runs redis-server.
 func buildRedisPlugin(t *testing.T) string {
 	t.Helper()
+	plugintest.Servers(t)
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (apt-get install redis-server): %v", err)
 	}
@@ -87,7 +90,6 @@ func brokenCampaign(t *testing.T) env {
 			t.Fatal(err)
 		}
 	}
-	plugintest.Servers(t)
 	resultsDir, workers, timeout := filepath.Join(dir, "results"), 2, stepTimeout
 	var out, errOut bytes.Buffer
 	err = run.Run(&run.Options{Out: &out, ErrOut: &errOut, File: file, IDs: campaignIDs, ConfigFile: broken, Overrides: config.Overrides{PluginDir: &pluginDir, ResultsDir: &resultsDir, Workers: &workers, StepTimeout: &timeout}})
