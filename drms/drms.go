@@ -129,7 +129,23 @@ func (s Spec) DRM(plugin string) (DRM, error) {
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes and the link rules' link failures only, not rule set %s's", plugin, s.Name, r)
 	}
 	d.PowerLoss, d.Partition = s.PowerLoss, s.Partition
+	if r == aem.QuorumRules && (s.PowerLoss || s.Partition) {
+		kind := aem.FailPowerLoss
+		if s.Partition {
+			kind = aem.FailPartition
+		}
+		d.Model = quorumOf(s.Title, kind)
+	}
 	return d, nil
+}
+
+// quorumOf is the quorum model whose failures take the given kinds, which are valid.
+func quorumOf(title string, kinds ...aem.Failure) aem.Model {
+	m, err := aem.NewQuorumOf(title, kinds...)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
 // Partitions tells whether the DRM's schedules cut replicas off: its failures are partitions,
@@ -189,13 +205,13 @@ var catalogue = []DRM{
 	{
 		// Not in the paper: Q/C/Z's schedules with every crash a power loss, which drops what
 		// the servers had not made durable; every divergence ends with the whole cluster down.
-		Name: "qpz", Title: "Q/P/Z", Model: aem.NewQuorum("Q/P/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Name: "qpz", Title: "Q/P/Z", Model: quorumOf("Q/P/Z", aem.FailPowerLoss), Plugin: "zookeeper", System: "ZooKeeper",
 		Summary:  "the Q/C/Z model with power losses: a crash drops what was not fsynced",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		PowerLoss: true,
 	},
 	{
-		Name: "qpe", Title: "Q/P/E", Model: aem.NewQuorum("Q/P/E"), Plugin: "etcd", System: "etcd",
+		Name: "qpe", Title: "Q/P/E", Model: quorumOf("Q/P/E", aem.FailPowerLoss), Plugin: "etcd", System: "etcd",
 		Summary:  "the Q/C/E model with power losses: a crash drops what was not fsynced",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		PowerLoss: true,
@@ -204,13 +220,13 @@ var catalogue = []DRM{
 		// Not in the paper: Q/C/Z's schedules with every crash a partition; a minority write
 		// goes to a leader really cut off with its minority, and every divergence ends with
 		// every replica up and cut off from every other.
-		Name: "qnz", Title: "Q/N/Z", Model: aem.NewQuorum("Q/N/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Name: "qnz", Title: "Q/N/Z", Model: quorumOf("Q/N/Z", aem.FailPartition), Plugin: "zookeeper", System: "ZooKeeper",
 		Summary:  "the Q/C/Z model with partitions: a failed replica stays up, cut off from its peers",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		Partition: true,
 	},
 	{
-		Name: "qne", Title: "Q/N/E", Model: aem.NewQuorum("Q/N/E"), Plugin: "etcd", System: "etcd",
+		Name: "qne", Title: "Q/N/E", Model: quorumOf("Q/N/E", aem.FailPartition), Plugin: "etcd", System: "etcd",
 		Summary:  "the Q/C/E model with partitions: a failed replica stays up, cut off from its peers",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		Partition: true,

@@ -174,7 +174,7 @@ func onlineState(s *aem.State, i int) string {
 	switch {
 	case s.On[i]:
 		return "online"
-	case s.Src == nil || s.Crashed != nil && s.Crashed[i]:
+	case s.Src == nil || s.Crashed(i):
 		return "crashed"
 	}
 	return "offline"
@@ -188,7 +188,7 @@ func events(t *aem.Transition, before, after *aem.State, i int) []string {
 			parts = append(parts, fmt.Sprintf("+%d %s", w, words.Plural(w, "write", "writes")))
 		}
 		switch {
-		case before.On[i] && !after.On[i] && after.Crashed != nil && after.Crashed[i]:
+		case before.On[i] && !after.On[i] && after.Crashed(i):
 			parts = append(parts, "crashes")
 		case before.On[i] && !after.On[i]:
 			parts = append(parts, "fails")

@@ -110,7 +110,7 @@ func (e *linkEngine) check() error {
 			return fmt.Errorf("%s is suspended", r.Name)
 		case e.variant == aem.CrashLinkRules && on && (!r.running() || r.suspended):
 			return fmt.Errorf("%s is online but its server is down or suspended", r.Name)
-		case e.variant == aem.CrashLinkRules && s.Crashed[i] && r.running():
+		case e.variant == aem.CrashLinkRules && s.Crashed(i) && r.running():
 			return fmt.Errorf("%s is crashed but its server runs", r.Name)
 		case r.running() && r.link != e.wantLink(s, i) && e.p.brk != BreakSkipRelink:
 			return fmt.Errorf("%s follows %d, the model wants %d", r.Name, r.link, e.wantLink(s, i))

@@ -59,8 +59,8 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 			}
 			for _, i := range t.Group {
 				switch {
-				case s.Crashed == nil:
-				case s.Crashed[i]:
+				case s.Failed == nil:
+				case s.Crashed(i):
 					add("C: a crashed replica restarts")
 				default:
 					add("C: a cut-off replica is healed")
@@ -108,7 +108,7 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 		add("C: a replica comes back, links change")
 	}
 	for _, i := range t.Group {
-		if s.Crashed != nil && s.Crashed[i] && t.Resync == aem.Online {
+		if s.Crashed(i) && t.Resync == aem.Online {
 			add("C: a crashed replica restarts")
 		}
 	}

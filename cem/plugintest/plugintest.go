@@ -359,7 +359,7 @@ func cutOff(rules aem.Rules, prev, next *aem.State, t *aem.Transition, before []
 	for a := range cut {
 		switch {
 		case rules != aem.LinkRules:
-			cut[a] = !next.On[a] && (next.Crashed == nil || !next.Crashed[a])
+			cut[a] = !next.On[a] && (next.Failed == nil || next.FailedAs(a) == aem.FailPartition)
 		case t.Kind == aem.Divergence:
 			cut[a] = cut[a] || prev.Src[a] != aem.NoSource && next.Src[a] == aem.NoSource
 		default:
@@ -390,7 +390,7 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 		_, next, _ := aem.Take(s.drm.Model, s.params, &state, &steps[i])
 		cut = cutOff(s.drm.Model.Rules(), &state, &next, &steps[i], cut)
 		state = next
-		crashed := func(a int) bool { return state.Crashed != nil && state.Crashed[a] && !state.On[a] }
+		crashed := state.Crashed
 		seen := map[int]map[string]string{}
 		for _, o := range rep.Observations {
 			seen[o.Replica] = o.Fields
