@@ -45,6 +45,8 @@ type DRM struct {
 	// that declares it was found.
 	Declared   bool
 	PluginPath string
+	// base is the DRM that Compose added failure kinds to; nil for one that is not composed.
+	base *DRM
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
@@ -148,16 +150,92 @@ func quorumOf(title string, kinds ...aem.Failure) aem.Model {
 	return m
 }
 
-// Partitions tells whether the DRM's schedules cut replicas off: its failures are partitions,
-// or its rules make each failing replica crashed or cut off (aem.CrashPartitionRules).
+// Partitions tells whether the DRM's schedules cut replicas off: a failure kind of its model
+// is the partition, or its link failures are (S/N/R).
 func (d DRM) Partitions() bool {
-	return d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+	return d.Partition || slices.Contains(d.Kinds(), aem.FailPartition)
 }
 
-// Spec returns what the plugin declared of d, nil for a built-in DRM.
+// Kinds lists the failure kinds that the DRM's failing replicas take, as a realisation must
+// realise them: its model's, with a crash a power loss where the DRM says its crashes are.
+func (d DRM) Kinds() []aem.Failure {
+	kinds := d.Model.Kinds()
+	for i, k := range kinds {
+		kinds[i] = d.Kind(k)
+	}
+	return kinds
+}
+
+// Kind is how failure f of the DRM's model is realised: a crash is a power loss where the
+// DRM's crashes are (S/CL/R's, on a DRM that a plugin declares with power losses).
+func (d DRM) Kind(f aem.Failure) aem.Failure {
+	if f == aem.FailCrash && d.PowerLoss {
+		return aem.FailPowerLoss
+	}
+	return f
+}
+
+// kindSeparator joins a DRM's name and the failure kinds a composed DRM adds: "qcz+pause".
+const kindSeparator = "+"
+
+// SplitName reads a DRM name that may add failure kinds to a base DRM ("qcz+pause": qcz with
+// pauses too): the base name and the added kinds, none for a plain name.
+func SplitName(name string) (base string, added []aem.Failure, err error) {
+	base, rest, found := strings.Cut(name, kindSeparator)
+	if !found {
+		return name, nil, nil
+	}
+	for _, k := range strings.Split(rest, kindSeparator) {
+		f, err := aem.ParseFailure(k)
+		if err != nil {
+			return "", nil, fmt.Errorf("DRM %q: %w", name, err)
+		}
+		added = append(added, f)
+	}
+	return base, added, nil
+}
+
+// Compose returns base with its failures taking the added kinds too: the quorum model over
+// every kind of both, named and titled base's name and title followed by each added kind
+// ("qcz+pause", "Q/C/Z+pause"). Only a quorum DRM takes kinds, each of which it must lack.
+func Compose(base DRM, added []aem.Failure) (DRM, error) {
+	if len(added) == 0 {
+		return base, nil
+	}
+	if !base.Model.Rules().Quorum() {
+		return DRM{}, fmt.Errorf("DRM %s (%s rules): only a quorum DRM's failures take other kinds", base.Name, base.Model.Rules())
+	}
+	kinds := base.Kinds()
+	suffix := ""
+	for _, f := range aem.Kinds { // in the kinds' order, so that one mix has one name
+		if !slices.Contains(added, f) {
+			continue
+		}
+		if slices.Contains(kinds, f) {
+			return DRM{}, fmt.Errorf("DRM %s fails replicas by %s already", base.Name, f)
+		}
+		kinds = append(kinds, f)
+		suffix += kindSeparator + f.String()
+	}
+	m, err := aem.NewQuorumOf(base.Title+suffix, kinds...)
+	if err != nil {
+		return DRM{}, err
+	}
+	d := base
+	d.base = &base
+	d.Name, d.Title, d.Model, d.PowerLoss, d.Partition = base.Name+suffix, base.Title+suffix, m, false, false
+	d.Summary = fmt.Sprintf("%s; failures also %s", strings.TrimSpace(base.Summary), strings.ReplaceAll(strings.TrimPrefix(suffix, kindSeparator), kindSeparator, ", "))
+	return d, nil
+}
+
+// Spec returns what the plugin declared of d, nil for a built-in DRM; of a composed DRM,
+// what it declared of the base, which the composed name adds kinds to.
 func (d DRM) Spec() *Spec {
 	if !d.Declared {
 		return nil
+	}
+	if d.base != nil {
+		return d.base.Spec()
 	}
 	return &Spec{Name: d.Name, Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
 		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas, PowerLoss: d.PowerLoss, Partition: d.Partition}
@@ -304,8 +382,20 @@ func builtin(name string) (DRM, bool) {
 }
 
 // Lookup finds a DRM by short name ("qcz") or by title ("Q/C/Z"), ignoring case: a built-in
-// one, else one that a plugin declares.
+// one, else one that a plugin declares; a name that adds failure kinds to one ("qcz+pause")
+// is that DRM composed with them (Compose).
 func Lookup(name string) (DRM, error) {
+	base, added, err := SplitName(name)
+	if err != nil {
+		return DRM{}, err
+	}
+	if len(added) > 0 {
+		d, err := Lookup(base)
+		if err != nil {
+			return DRM{}, err
+		}
+		return Compose(d, added)
+	}
 	if d, ok := builtin(name); ok {
 		return d, nil
 	}

@@ -57,6 +57,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/fault"
 	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
@@ -425,10 +426,10 @@ func (c *Cluster) StartSource(r *Replica) *Replica {
 	return c.Replicas[r.startLink]
 }
 
-// Partitioned tells whether the DRM's failures are partitions (a quorum model's crashes, a
-// link model's link failures), for a system that must notice a lost peer within a step (a
-// timeout shorter than its default).
-func (c *Cluster) Partitioned() bool { return c.p.partitions }
+// Partitioned tells whether the DRM's failures cut replicas off (a quorum model's, a link
+// model's link failures), for a system that must notice a lost peer within a step (a timeout
+// shorter than its default).
+func (c *Cluster) Partitioned() bool { return c.p.drm.Partitions() }
 
 // Divergences is how many divergences the schedule has taken so far, the one being realised
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
@@ -459,8 +460,9 @@ type Replica struct {
 
 	proc      *proc.Process // nil while down
 	suspended bool
-	cut       bool // a partition cuts it off from every other replica
-	link      int  // the replica the server follows (link models), aem.NoSource for none
+	cut       bool       // a partition cuts it off from every other replica
+	failed    fault.Kind // how a divergence failed it, until it is recovered; nil else
+	link      int        // the replica the server follows (link models), aem.NoSource for none
 	// cutFrom is the source that a partition cuts it from (a link model's link failure, in a
 	// DRM whose failures are partitions), which its server still follows; aem.NoSource for none.
 	// The model's link is gone meanwhile: link is aem.NoSource.

@@ -150,9 +150,9 @@ func Run(t *testing.T, cfg Config) {
 	if d.Model.Rules().Quorum() {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
-	// A partition DRM's servers stay up through its divergences: nothing is all on disk to
-	// save, and the executor shares no prefix of it.
-	if s.info.Capabilities.Restore && !d.Partition {
+	// A DRM whose failures all leave servers up (partitions, pauses) has no state all on disk
+	// to save, and the executor shares no prefix of it.
+	if s.info.Capabilities.Restore && !d.Partition && (!d.Model.Rules().Quorum() || slices.ContainsFunc(d.Kinds(), aem.Failure.Down)) {
 		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
 	}
 	if partitions {
@@ -184,14 +184,29 @@ func defaultParams(d drms.DRM, p aem.Params) aem.Params {
 	return p
 }
 
-// lookup finds the DRM named name: one the plugin declares, else the catalogue's.
+// lookup finds the DRM named name: one the plugin declares, else the catalogue's, composed
+// with the failure kinds the name adds (drms.Compose).
 func (s *suite) lookup(name string) (drms.DRM, error) {
+	base, added, err := drms.SplitName(name)
+	if err != nil {
+		return drms.DRM{}, err
+	}
 	for _, spec := range s.info.Capabilities.Declared {
-		if strings.EqualFold(spec.Name, name) {
-			return spec.DRM(s.info.Name)
+		if strings.EqualFold(spec.Name, base) {
+			d, err := spec.DRM(s.info.Name)
+			if err != nil {
+				return d, err
+			}
+			return drms.Compose(d, added)
 		}
 	}
 	return drms.Lookup(name)
+}
+
+// base is the name of the suite's DRM without the failure kinds it adds.
+func (s *suite) base() string {
+	base, _, _ := drms.SplitName(s.drm.Name)
+	return base
 }
 
 // checkInfo asks the plugin what it is; checkDRM checks that against the suite's DRM.
@@ -212,8 +227,8 @@ func (s *suite) checkDRM(t *testing.T) {
 	switch {
 	case info.Name != s.drm.Plugin:
 		t.Fatalf("info: plugin %q, but the catalogue says the %s plugin realises %s", info.Name, s.drm.Plugin, s.drm.Name)
-	case !slices.Contains(info.Capabilities.DRMs, s.drm.Name):
-		t.Fatalf("info: the plugin lists DRMs %v, not %s", info.Capabilities.DRMs, s.drm.Name)
+	case !slices.Contains(info.Capabilities.DRMs, s.base()):
+		t.Fatalf("info: the plugin lists DRMs %v, not %s", info.Capabilities.DRMs, s.base())
 	case info.Capabilities.PortsPerReplica < 1:
 		t.Fatalf("info: %d ports per replica", info.Capabilities.PortsPerReplica)
 	case info.ServerVersion == "" || info.Version == "":
