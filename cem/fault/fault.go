@@ -38,6 +38,9 @@ type Server interface {
 	// AwaitIsolated waits until the system says that the server sees that it is cut off
 	// (kit.Isolation); at once where the system cannot tell.
 	AwaitIsolated(ctx context.Context) error
+	// AwaitDetection waits, once per step, as long as the system says its servers take to
+	// notice a peer that stopped answering (kit.Detector); at once where it says nothing.
+	AwaitDetection(ctx context.Context) error
 	// DropUnsynced makes the server's file systems drop what it had not made durable, its
 	// server being gone.
 	DropUnsynced(ctx context.Context) error
@@ -73,6 +76,9 @@ type Kind interface {
 	Noticed(ctx context.Context, s Server) error
 	// Recover undoes the failure, at the convergence that brings the replica back.
 	Recover(ctx context.Context, s Server) error
+	// Settled waits, once the convergence has recovered every replica of its group, until the
+	// system has acted on this one's recovery, before the kit asks whether it has caught up.
+	Settled(ctx context.Context, s Server) error
 }
 
 // Needs is what a kind needs the kit to set up before a cluster starts.
@@ -128,6 +134,7 @@ func (Crash) Silent() bool                                { return false }
 func (Crash) Inject(ctx context.Context, s Server) error  { return s.Kill(ctx) }
 func (Crash) Noticed(context.Context, Server) error       { return nil } // its peers' connections close at once
 func (Crash) Recover(ctx context.Context, s Server) error { return s.Start(ctx) }
+func (Crash) Settled(context.Context, Server) error       { return nil } // a started server is awaited until it serves
 
 // PowerLoss kills the server, then its file systems drop what it had not made durable (package
 // cem/powerfs defines what is). Recovered, it restarts from what is left.
@@ -150,6 +157,7 @@ func (PowerLoss) Inject(ctx context.Context, s Server) error {
 }
 func (PowerLoss) Noticed(context.Context, Server) error       { return nil }
 func (PowerLoss) Recover(ctx context.Context, s Server) error { return s.Start(ctx) }
+func (PowerLoss) Settled(context.Context, Server) error       { return nil }
 
 // Partition cuts the server's host off from every peer, both ways, the server left running
 // (the plugin still reaches it); it has noticed once the system says it is cut off. Recovered,
@@ -168,6 +176,7 @@ func (Partition) Silent() bool                                { return true }
 func (Partition) Inject(ctx context.Context, s Server) error  { return s.CutOff(ctx) }
 func (Partition) Noticed(ctx context.Context, s Server) error { return s.AwaitIsolated(ctx) }
 func (Partition) Recover(ctx context.Context, s Server) error { return s.Heal(ctx) }
+func (Partition) Settled(context.Context, Server) error       { return nil } // its peers answer at once
 
 // Pause stops every process of the server where it is (SIGSTOP), as a long GC pause, a stopped
 // VM or an overloaded host does: it keeps what it holds in memory, its connections stay open,
@@ -187,3 +196,8 @@ func (Pause) Inject(ctx context.Context, s Server) error {
 }
 func (Pause) Noticed(context.Context, Server) error       { return nil } // a stopped server notices nothing
 func (Pause) Recover(ctx context.Context, s Server) error { return s.Continue(ctx) }
+
+// Settled waits the system's detection time: a server that goes on acts on what it knew when
+// it stopped, and finds out only by its timeouts that its followers elected another leader or
+// stopped answering it; the cluster the pause leaves is the one after that.
+func (Pause) Settled(ctx context.Context, s Server) error { return s.AwaitDetection(ctx) }

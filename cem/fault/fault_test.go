@@ -26,10 +26,11 @@ func (r *recorder) Continue(context.Context) error {
 	r.stopped = false
 	return r.call("continue")
 }
-func (r *recorder) CutOff(context.Context) error        { return r.call("cut off") }
-func (r *recorder) Heal(context.Context) error          { return r.call("heal") }
-func (r *recorder) AwaitIsolated(context.Context) error { return r.call("await isolated") }
-func (r *recorder) DropUnsynced(context.Context) error  { return r.call("drop unsynced") }
+func (r *recorder) CutOff(context.Context) error         { return r.call("cut off") }
+func (r *recorder) Heal(context.Context) error           { return r.call("heal") }
+func (r *recorder) AwaitIsolated(context.Context) error  { return r.call("await isolated") }
+func (r *recorder) DropUnsynced(context.Context) error   { return r.call("drop unsynced") }
+func (r *recorder) AwaitDetection(context.Context) error { return r.call("await detection") }
 
 // TestKinds checks what each kind does to a server, in order: its failure, what the divergence
 // waits for once it has injected it, and its recovery.
@@ -38,13 +39,14 @@ func TestKinds(t *testing.T) {
 		kind                     Kind
 		letter                   byte
 		inject, noticed, recover []string
+		settled                  []string
 		silent                   bool
 		needs                    Needs
 	}{
-		{Crash{}, 'c', []string{"kill"}, nil, []string{"start"}, false, Needs{}},
-		{PowerLoss{}, 'l', []string{"kill", "drop unsynced"}, nil, []string{"start"}, false, Needs{Disks: true}},
-		{Partition{}, 'p', []string{"cut off"}, []string{"await isolated"}, []string{"heal"}, true, Needs{Network: true}},
-		{Pause{}, 's', []string{"stop"}, nil, []string{"continue"}, true, Needs{}},
+		{Crash{}, 'c', []string{"kill"}, nil, []string{"start"}, nil, false, Needs{}},
+		{PowerLoss{}, 'l', []string{"kill", "drop unsynced"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
+		{Partition{}, 'p', []string{"cut off"}, []string{"await isolated"}, []string{"heal"}, nil, true, Needs{Network: true}},
+		{Pause{}, 's', []string{"stop"}, nil, []string{"continue"}, []string{"await detection"}, true, Needs{}},
 	} {
 		t.Run(tt.kind.Failure().String(), func(t *testing.T) {
 			ctx := context.Background()
@@ -61,7 +63,7 @@ func TestKinds(t *testing.T) {
 				name string
 				do   func(context.Context, Server) error
 				want []string
-			}{{"inject", tt.kind.Inject, tt.inject}, {"noticed", tt.kind.Noticed, tt.noticed}, {"recover", tt.kind.Recover, tt.recover}} {
+			}{{"inject", tt.kind.Inject, tt.inject}, {"noticed", tt.kind.Noticed, tt.noticed}, {"recover", tt.kind.Recover, tt.recover}, {"settled", tt.kind.Settled, tt.settled}} {
 				r := &recorder{}
 				if err := step.do(ctx, r); err != nil {
 					t.Fatal(err)

@@ -310,6 +310,17 @@ type Isolation interface {
 	Isolated(ctx context.Context, c *Cluster, r *Replica) (ok bool, seen string, err error)
 }
 
+// Detector is implemented by a system that says how long its servers take to notice a peer
+// that stopped answering (ZooKeeper's syncLimit, etcd's election timeout). A paused server
+// that goes on acts on what it knew when it stopped, and a leader whose followers elected
+// another, or whose own timers ran out while it was stopped, steps down only once it notices:
+// after a convergence that lets paused servers go on, the kit waits that long before it asks
+// whether the cluster has caught up, so that it judges the cluster the pause left, not the
+// moment before anyone noticed. Without it, the kit asks at once.
+type Detector interface {
+	DetectionTime(c *Cluster) time.Duration
+}
+
 // Updater is implemented by a system whose Write makes a new key and cannot set one that
 // exists (ZooKeeper's create). With workload = "update" the kit calls Update, not Write, to set
 // an initial key to value: one transaction, like Write, so that a write that reaches only a

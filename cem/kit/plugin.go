@@ -136,6 +136,8 @@ type Plugin struct {
 	disks                    [][]disk
 	diskUse                  powerfs.Stats
 	steps                    []string
+	// detected is the step in which the kit last waited the system's detection time.
+	detected int
 }
 
 // engine realises the transitions of one family of models.
@@ -583,7 +585,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
-	p.drm, p.needs, p.disks, p.diskUse, p.steps = d, needs, nil, powerfs.Stats{}, nil
+	p.drm, p.needs, p.disks, p.diskUse, p.steps, p.detected = d, needs, nil, powerfs.Stats{}, nil, -2
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem/fault"
@@ -115,6 +116,25 @@ func (s server) Heal(context.Context) error             { return s.p.rejoin(s.r)
 func (s server) DropUnsynced(ctx context.Context) error { return s.p.powerLoss(ctx, s.r) }
 func (s server) AwaitIsolated(ctx context.Context) error {
 	return s.p.awaitIsolated(ctx, []*Replica{s.r})
+}
+
+// AwaitDetection waits the system's detection time once per step (kit.Detector).
+func (s server) AwaitDetection(ctx context.Context) error {
+	d, ok := s.p.sys.(Detector)
+	if !ok || s.p.detected == s.p.step {
+		return nil
+	}
+	s.p.detected = s.p.step
+	wait := d.DetectionTime(s.p.c)
+	s.p.act(nil, "wait %v, the time %s takes to notice a peer that stopped answering (kit.Detector)", wait, s.p.about.Name)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("detection wait: %w", ctx.Err())
+	}
 }
 
 // cutOff partitions r from every other replica, both ways: r.cut holds for it until rejoin,

@@ -85,12 +85,19 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 		return e.diverge(ctx, t)
 	}
 	var group []*Replica
+	kinds := map[*Replica]fault.Kind{}
 	for _, a := range t.Group {
 		r := e.p.replica(a)
+		kinds[r] = r.failed
 		if err := e.p.recover(ctx, r); err != nil {
 			return err
 		}
 		group = append(group, r)
+	}
+	for _, r := range group {
+		if err := kinds[r].Settled(ctx, server{e.p, r}); err != nil {
+			return err
+		}
 	}
 	err := e.recover(ctx, group, next)
 	for _, r := range group {
