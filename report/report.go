@@ -5,8 +5,9 @@
 // The page holds the campaign's description, the verdicts, the coverage curve (the share of
 // all schedules with a verdict over the time the campaign ran, as the Modulo paper's Figure 4
 // draws it), histograms of the time per schedule and per step kind, and for each schedule that
-// did not pass its timeline per replica (as the paper's Figure 2) beside each replica's final
-// data with the differences marked.
+// did not pass its timeline per replica (as the paper's Figure 2, with what the plugin observed
+// of each replica after each step, and the step where the failure was seen marked) beside each
+// replica's final data with the differences marked.
 //
 // To look at it as a browser shows it, without a display:
 //
@@ -37,14 +38,12 @@ var css string
 var pageText string
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"ms":   func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"cls":  func(label string) string { return strings.ReplaceAll(label, " ", "-") },
-	"add":  func(a, b float64) float64 { return a + b },
-	"sub":  func(a, b float64) float64 { return a - b },
-	"half": func(a float64) float64 { return a / 2 },
-	"neg":  func(a float64) float64 { return -a },
-	// line is the baseline, in a timeline's cell, of event line k.
-	"line":   func(k int) float64 { return 15 + 14*float64(k) },
+	"ms":     func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"cls":    func(label string) string { return strings.ReplaceAll(label, " ", "-") },
+	"add":    func(a, b float64) float64 { return a + b },
+	"sub":    func(a, b float64) float64 { return a - b },
+	"half":   func(a float64) float64 { return a / 2 },
+	"neg":    func(a float64) float64 { return -a },
 	"plural": words.Plural,
 }).Parse(pageText))
 
@@ -382,7 +381,7 @@ func (f *failure) draw(dir string, h schedules.Header) {
 		return
 	}
 	f.Body, f.Steps, f.Detail = folder.Body, len(folder.Schedule.Steps), oracle.Abbreviate(folder.Detail)
-	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record.Observations); err != nil {
+	if f.Timeline, err = newTimeline(h, folder.Schedule, folder.Actions, f.Record); err != nil {
 		f.Problem = err.Error()
 	}
 	if folder.Snapshot != nil {

@@ -9,56 +9,80 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/words"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
 // timeline is a schedule drawn as the paper's Figure 2 draws one: a row per replica, a
 // column per step (the start first), each cell saying whether the replica is online after
-// the step, what the step did to it (writes received, failed, resynced) and its link.
+// the step, what the step did to it (writes received, failed, resynced), what the plugin
+// observed of it (its role and epoch, its position, how it was resynced) and its link. It is
+// an HTML table, so that a cell grows to hold every line it has, however many.
+//
+// Two marks say where to look first: the step after which the failing check saw the failure
+// (the record's class and step), and the first convergence after which replicas that the
+// model says have converged were observed at different epochs or positions.
 type timeline struct {
-	W, H    float64
 	Columns []column
 	Rows    []row
+	// Seen is the column at which the failing check saw the failure, Parted the first at which
+	// the observations parted; 0 for none (column 0 is the start, which is never marked).
+	Seen, Parted int
 }
 
 type column struct {
-	X, W  float64
 	Label string // "start", "step 3"
 	Text  string // the transition
+	// Marks say why the column is marked, a line each: "failing check: divergence".
+	Marks []columnMark
+	// Class is the column's marks as classes of its header and cells: "parted seen".
+	Class string
+}
+
+type columnMark struct {
+	Class string // markSeen or markParted
+	Text  string
 }
 
 type row struct {
 	Replica int
-	Y       float64
 	Label   string
 	Cells   []cell
 }
 
 type cell struct {
-	X, Y, W, H float64
 	// State is online, offline or crashed: the replica after the step.
 	State string
+	// Class is the column's mark.
+	Class string
 	// Events say what the step did to the replica, a line each: "+2 writes", "fails",
 	// "recovers", "resyncs <- 0".
 	Events []string
-	// Note is its state after the step: its abstract version and its replication source.
-	Note  string
-	Title string // tooltip: the state and the concrete actions on the replica
+	// Role, Epoch and Position are what the plugin observed of the replica after the step,
+	// "" where it did not; EpochApart and PositionApart say that the replica's differs from
+	// that of a replica the model says it has converged with.
+	Role, Epoch, Position     string
+	EpochApart, PositionApart bool
+	// Sync is how the replica's server says it was resynced since the last step, each kind
+	// once with its count: "INVALID-RECORD ×3", "STREAM ×2".
+	Sync []string
+	// Note is its state after the step: its abstract version and its replication source;
+	// Server the server that realises it, where first known or changed.
+	Note   []string
+	Server string
+	Title  string // tooltip: the state and the concrete actions on the replica
 }
 
+// The marks of a timeline's columns, as classes.
 const (
-	tlLabelW  = 84.0
-	tlColW    = 132.0
-	tlHeadH   = 40.0
-	tlRowH    = 56.0
-	tlLegendH = 24.0
-	tlMinW    = 740.0 // the legend's width
+	markSeen   = "seen"
+	markParted = "parted"
 )
 
-// newTimeline draws schedule s of header h; actions are the concrete actions the plugin took,
-// by step, as far as the run got, and obs what it observed after each step.
-func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.StepActions, obs []results.StepObservations) (*timeline, error) {
+// newTimeline draws schedule s of header h that record rec ran; actions are the concrete
+// actions the plugin took, by step, as far as the run got.
+func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.StepActions, rec results.Record) (*timeline, error) {
 	g, err := aem.NewGraph(h.DRM.Model, h.Params)
 	if err != nil {
 		return nil, err
@@ -72,9 +96,9 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 		states = append(states, n.State)
 	}
 	n := h.Params.Replicas
-	tl := &timeline{W: max(tlLabelW+float64(len(states))*tlColW+8, tlMinW), H: tlHeadH + float64(n)*tlRowH + tlLegendH}
+	tl := &timeline{}
 	for j := range states {
-		c := column{X: tlLabelW + float64(j)*tlColW, W: tlColW, Label: "start", Text: "initial state"}
+		c := column{Label: "start", Text: "initial state"}
 		if j > 0 {
 			c.Label, c.Text = fmt.Sprintf("step %d", j), s.Steps[j-1].String()
 		}
@@ -82,17 +106,16 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 	}
 	servers := serversOf(actions, n, len(states))
 	for i := range n {
-		r := row{Replica: i, Y: tlHeadH + float64(i)*tlRowH, Label: fmt.Sprintf("replica %d", i)}
+		r := row{Replica: i, Label: fmt.Sprintf("replica %d", i)}
 		for j, st := range states {
-			c := cell{X: tl.Columns[j].X + 2, Y: r.Y + 3, W: tlColW - 4, H: tlRowH - 6, State: onlineState(&st, i)}
+			c := cell{State: onlineState(&st, i)}
 			var acts []string
 			if j > 0 {
 				c.Events = events(&s.Steps[j-1], &states[j-1], &st, i)
 				acts = replicaActions(actions, j-1, i)
-				if o := observed(obs, j-1, i); o != nil {
-					if sync := o[cem.ObserveSync]; sync != "" {
-						c.Events = append(c.Events, "sync "+sync)
-					}
+				if o := observed(rec.Observations, j-1, i); o != nil {
+					c.Role, c.Epoch, c.Position = o[cem.ObserveRole], epochText(o[cem.ObserveEpoch]), o[cem.ObservePosition]
+					c.Sync = syncText(o[cem.ObserveSync])
 					if o[cem.ObserveNetwork] == cem.CutOff {
 						c.Events = append(c.Events, "partitioned: cut off from its peers")
 					}
@@ -102,9 +125,12 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 			c.Note = note(&st, i)
 			// Which server realises the abstract replica, where it is first known or changes.
 			if srv := servers[j][i]; srv != "" && (j == 0 || srv != servers[j-1][i]) {
-				c.Note += " · " + srv
+				c.Server = srv
 			}
-			c.Title = fmt.Sprintf("replica %d after %s: %s, %s", i, strings.ToLower(tl.Columns[j].Label), c.State, c.Note)
+			c.Title = fmt.Sprintf("replica %d after %s: %s, %s", i, strings.ToLower(tl.Columns[j].Label), c.State, strings.Join(c.Note, ", "))
+			if c.Server != "" {
+				c.Title += " · " + c.Server
+			}
 			if len(c.Events) > 0 {
 				c.Title += "\n" + strings.Join(c.Events, ", ")
 			}
@@ -115,7 +141,114 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 		}
 		tl.Rows = append(tl.Rows, r)
 	}
+	tl.markParted(s.Steps, states)
+	tl.markSeen(rec)
 	return tl, nil
+}
+
+// markSeen marks the column at which record r's failing check saw the failure: the step it
+// names, or the last for a failure seen at the end, after the last step.
+func (tl *timeline) markSeen(r results.Record) {
+	last := len(tl.Columns) - 1
+	if r.Verdict != oracle.Fail || r.Step > last || last == 0 {
+		return
+	}
+	tl.Seen = r.Step
+	text := "failing check: " + string(r.FailClass())
+	if r.Step == 0 {
+		tl.Seen, text = last, "failing check, at the end: "+string(r.FailClass())
+	}
+	tl.mark(tl.Seen, markSeen, text)
+}
+
+// markParted finds the first convergence after which replicas that the model says have
+// converged (oracle.Promised) were observed at different epochs or positions, and marks it;
+// at every convergence it marks the cells whose epoch or position is not their group's most
+// common one (each of a group's cells where no one value is the most common). A replica not
+// observed, or without the field, is left out of the comparison.
+func (tl *timeline) markParted(steps []aem.Transition, states []aem.State) {
+	for j := 1; j < len(states); j++ {
+		if steps[j-1].Kind == aem.Divergence {
+			continue // the model's replicas part there by design
+		}
+		group := oracle.Promised(&states[j])
+		epochs := tl.markApart(j, group, func(c *cell) (string, *bool) { return c.Epoch, &c.EpochApart })
+		positions := tl.markApart(j, group, func(c *cell) (string, *bool) { return c.Position, &c.PositionApart })
+		if (epochs || positions) && tl.Parted == 0 {
+			tl.Parted = j
+			tl.mark(j, markParted, "replicas part")
+		}
+	}
+}
+
+// markApart compares, in column j, a field of the cells of each group of replicas that group
+// says converge, sets the flag that field returns with the value of each cell apart from its
+// group, and says whether any was.
+func (tl *timeline) markApart(j int, group []int, field func(*cell) (string, *bool)) bool {
+	count := map[int]map[string]int{} // group: the values its replicas were observed at, counted
+	for i, g := range group {
+		if v, _ := field(&tl.Rows[i].Cells[j]); g != oracle.NotCompared && v != "" {
+			if count[g] == nil {
+				count[g] = map[string]int{}
+			}
+			count[g][v]++
+		}
+	}
+	found := false
+	for i, g := range group {
+		v, apart := field(&tl.Rows[i].Cells[j])
+		if g == oracle.NotCompared || v == "" || len(count[g]) < 2 {
+			continue
+		}
+		for w, n := range count[g] {
+			if w != v && n >= count[g][v] { // another value as common as v, or more
+				*apart, found = true, true
+			}
+		}
+	}
+	return found
+}
+
+// mark marks column j, its header and its cells, as class for the reason text.
+func (tl *timeline) mark(j int, class, text string) {
+	c := &tl.Columns[j]
+	c.Marks = append(c.Marks, columnMark{Class: class, Text: text})
+	c.Class = strings.TrimSpace(c.Class + " " + class)
+	for i := range tl.Rows {
+		tl.Rows[i].Cells[j].Class = c.Class
+	}
+}
+
+// epochText names an observed epoch: a plugin that says what its epoch is ("timeline 2")
+// is shown as it says, a bare number as cem names the field ("epoch 3").
+func epochText(e string) string {
+	if e == "" || strings.Trim(e, "0123456789") != "" {
+		return e
+	}
+	return cem.ObserveEpoch + " " + e
+}
+
+// syncText shortens an observed sync field, the kinds of the lines a server logged in order
+// ("INVALID-RECORD,INVALID-RECORD,STREAM,INVALID-RECORD,STREAM"), to each kind once, in the
+// order first logged, with its count where more than one: "INVALID-RECORD ×3", "STREAM ×2".
+func syncText(sync string) []string {
+	if sync == "" {
+		return nil
+	}
+	var kinds []string
+	count := map[string]int{}
+	for _, k := range strings.Split(sync, ",") {
+		if count[k] == 0 {
+			kinds = append(kinds, k)
+		}
+		count[k]++
+	}
+	for i, k := range kinds {
+		if count[k] > 1 {
+			kinds[i] = fmt.Sprintf("%s ×%d", k, count[k])
+		}
+	}
+	return kinds
 }
 
 // serversOf says which server realised each abstract replica after each step (servers[j][i],
@@ -220,14 +353,14 @@ func events(t *aem.Transition, before, after *aem.State, i int) []string {
 	return parts
 }
 
-// note is replica i's abstract version and source in state s.
-func note(s *aem.State, i int) string {
-	n := fmt.Sprintf("v%d", s.RS[i])
+// note is replica i's abstract version and source in state s: "v10000", "<- 0".
+func note(s *aem.State, i int) []string {
+	n := []string{fmt.Sprintf("v%d", s.RS[i])}
 	if s.Src != nil {
 		if src := s.Src[i]; src != aem.NoSource {
-			n += fmt.Sprintf(", <- %d", src)
+			n = append(n, fmt.Sprintf("<- %d", src))
 		} else {
-			n += ", no source"
+			n = append(n, "no source")
 		}
 	}
 	return n
@@ -248,6 +381,3 @@ func replicaActions(actions []results.StepActions, step, i int) []string {
 	}
 	return out
 }
-
-// LegendY is where the legend's line runs, under the rows.
-func (tl *timeline) LegendY() float64 { return tl.H - 8 }
