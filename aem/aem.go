@@ -7,8 +7,8 @@ package aem
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
+	"strings"
 )
 
 // Kind tells a divergence from a convergence transition.
@@ -31,8 +31,8 @@ func (k Kind) String() string {
 	return "Kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Failure is how a divergence fails one replica (S/CL/R, and the quorum model whose replicas
-// crash or are cut off).
+// Failure is how a divergence fails one replica: its kind (S/CL/R's none or crash, and the
+// quorum model's crash, power loss, partition or pause, one or several per DRM).
 type Failure uint8
 
 const (
@@ -41,12 +41,49 @@ const (
 	NotInLayout Failure = iota
 	// FailNone leaves the replica running: it receives every write of the step.
 	FailNone
-	// FailCrash kills the replica.
+	// FailCrash kills the replica's server; it restarts from what its disk holds.
 	FailCrash
-	// FailPartition cuts the replica off from every other, its server left running (the
-	// crash-partition rules).
+	// FailPartition cuts the replica off from every other, its server left running.
 	FailPartition
+	// FailPowerLoss kills the replica's server and drops what it had not made durable; it
+	// restarts from what is left.
+	FailPowerLoss
+	// FailPause stops the replica's processes where they are (SIGSTOP, as a long GC pause or a
+	// stopped VM does); they go on, without a restart, when it is recovered.
+	FailPause
 )
+
+// Kinds lists the failure kinds a quorum model's replicas may take, in the order in which a
+// divergence's failures are enumerated and a DRM names them.
+var Kinds = []Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}
+
+// failureNames are the kinds' names, as flags and messages write them.
+var failureNames = [...]string{NotInLayout: "not-in-layout", FailNone: "none", FailCrash: "crash", FailPartition: "partition", FailPowerLoss: "power-loss", FailPause: "pause"}
+
+func (f Failure) String() string {
+	if int(f) < len(failureNames) {
+		return failureNames[f]
+	}
+	return "Failure(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Down tells whether a replica that failed so has no server running until it is recovered,
+// which restarts it: the state on its disk is all there is.
+func (f Failure) Down() bool { return f == FailCrash || f == FailPowerLoss }
+
+// ParseFailure reads a failure kind of Kinds by its name or its letter in a schedule.
+func ParseFailure(s string) (Failure, error) {
+	for _, f := range Kinds {
+		if s == f.String() || len(s) == 1 && s[0] == failureLetters[f] {
+			return f, nil
+		}
+	}
+	var names []string
+	for _, f := range Kinds {
+		names = append(names, fmt.Sprintf("%s (%c)", f, failureLetters[f]))
+	}
+	return 0, fmt.Errorf("unknown failure kind %q: one of %s", s, strings.Join(names, ", "))
+}
 
 // Resync is how a convergence brings data back (S/CL/R distinguishes them).
 type Resync uint8
@@ -118,16 +155,30 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// State is an abstract state. Models that do not track links leave Src nil; Crashed is only
-// used by the models whose divergences say how a replica fails (S/CL/R, crash-partition).
+// State is an abstract state. Models that do not track links leave Src nil; Failed is only
+// used by the models whose divergences say how a replica fails (S/CL/R, the quorum model with
+// several failure kinds).
 type State struct {
-	Left    int    // writes not yet injected
-	RS      []int  // abstract version per replica
-	On      []bool // online per replica
-	Src     []int  // replication source per replica, or NoSource
-	Crashed []bool // offline because crashed (not merely disconnected)
-	Steps   int    // transitions taken so far
+	Left   int       // writes not yet injected
+	RS     []int     // abstract version per replica
+	On     []bool    // online per replica
+	Src    []int     // replication source per replica, or NoSource
+	Failed []Failure // how each offline replica failed, until it is recovered; NotInLayout else
+	Steps  int       // transitions taken so far
 }
+
+// FailedAs tells how replica i failed, if it is offline and the model says so: NotInLayout
+// otherwise (the model's only kind is the DRM's, drms.DRM.Failure).
+func (s *State) FailedAs(i int) Failure {
+	if s.Failed == nil || s.On[i] {
+		return NotInLayout
+	}
+	return s.Failed[i]
+}
+
+// Crashed tells whether replica i is offline because its server was killed (not merely
+// disconnected, cut off or paused), in a model that says how replicas fail.
+func (s *State) Crashed(i int) bool { return s.FailedAs(i).Down() }
 
 // Clone returns a deep copy.
 func (s *State) Clone() State {
@@ -135,8 +186,8 @@ func (s *State) Clone() State {
 	if s.Src != nil {
 		c.Src = append([]int(nil), s.Src...)
 	}
-	if s.Crashed != nil {
-		c.Crashed = append([]bool(nil), s.Crashed...)
+	if s.Failed != nil {
+		c.Failed = append([]Failure(nil), s.Failed...)
 	}
 	return c
 }
@@ -183,28 +234,35 @@ func (s *State) appendKey(b []byte, steps bool) []byte {
 		if s.Src != nil {
 			b = append(b, byte('a'+s.Src[i]+1))
 		}
-		if s.Crashed != nil && s.Crashed[i] {
-			b = append(b, '!')
+		if s.Failed != nil {
+			b = append(b, failedKey[s.Failed[i]]...)
 		}
 	}
 	return b
 }
 
+// failedKey marks each way to be offline in a state's key; a crash keeps the mark it had
+// before there were more kinds than crash and partition.
+var failedKey = [...]string{FailCrash: "!", FailPowerLoss: "~", FailPause: "%"}
+
 // AllDown tells whether state s of model m has every replica's server down: offline, in a
-// model without links (a quorum model crashes every replica it takes offline), or crashed, in
-// one whose divergences say how a replica fails. The other link models take replicas offline
-// by suspending or unlinking servers that still run.
+// quorum model whose only failure kind stops servers (crash, power loss), or failed so, in one
+// whose divergences say how each replica fails. The link models take replicas offline by
+// suspending or unlinking servers that still run.
 func AllDown(m Model, s *State) bool {
 	if s.Online() > 0 {
 		return false
 	}
-	switch {
-	case m.FailureKinds():
-		return !slices.Contains(s.Crashed, false)
-	case !m.Links():
+	if m.FailureKinds() {
+		for i := range s.On {
+			if !s.Crashed(i) {
+				return false
+			}
+		}
 		return true
 	}
-	return false
+	kinds := m.Kinds()
+	return !m.Links() && len(kinds) == 1 && kinds[0].Down()
 }
 
 // epochStride is the version gap between epochs: a resync that starts a new epoch moves every
@@ -255,4 +313,8 @@ type Model interface {
 	Links() bool
 	// FailureKinds tells whether divergences carry Transition.Failures.
 	FailureKinds() bool
+	// Kinds lists the failure kinds that the model's failing replicas take (Kinds' order); a
+	// model with one takes it everywhere without naming it in its divergences. Nil for the
+	// models whose failures are of links, not of replicas.
+	Kinds() []Failure
 }

@@ -120,7 +120,7 @@ func TestCrashPartitionSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = m.Apply(p, &s, &d)
-	if !slices.Equal(s.Crashed, []bool{true, false, false}) || s.Online() != 0 {
+	if !slices.Equal(s.Failed, []Failure{FailCrash, FailPartition, FailPartition}) || s.Online() != 0 {
 		t.Fatalf("after %s: %+v", &d, s)
 	}
 	var cs []string
@@ -135,7 +135,7 @@ func TestCrashPartitionSteps(t *testing.T) {
 	}
 	c, _ := ParseTransition("C[0,2]")
 	s = m.Apply(p, &s, &c)
-	if !slices.Equal(s.Crashed, []bool{false, false, false}) || !s.On[0] || s.On[1] || !s.On[2] {
+	if !slices.Equal(s.Failed, []Failure{NotInLayout, FailPartition, NotInLayout}) || !s.On[0] || s.On[1] || !s.On[2] {
 		t.Errorf("after %s: %+v", &c, s)
 	}
 }

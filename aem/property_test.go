@@ -134,8 +134,8 @@ func TestParseTransitionErrors(t *testing.T) {
 		{"D[]", "empty list"},
 		{"D[1,-2]", `"-2" is not a non-negative number`},
 		{"D[01]", `"01" is not a non-negative number`},
-		{"D[1,0](n,x)", `failure kind "x" is not n, c, p or -`},
-		{"D[1,0](n,)", `failure kind "" is not n, c, p or -`},
+		{"D[1,0](n,x)", `failure kind "x" is not n, c, l, p, s or -`},
+		{"D[1,0](n,)", `failure kind "" is not n, c, l, p, s or -`},
 		{"C[0]<-,0>off3", `unexpected "off3" at the end`},
 		{"C[0]junk", `unexpected "junk" at the end`},
 	}

@@ -1,43 +1,69 @@
 package aem
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
 
-// Quorum is the model of Q/C/Z and Q/C/M: crash failures, a quorum of n div 2 + 1 for writes,
-// every replica crashed at the end of each divergence, recovery by automatic resync. With
-// crash-partition rules (mixed), each replica a divergence fails is crashed or cut off by a
-// partition (Transition.Failures, c or p), State.Crashed remembers which until it comes back,
-// and a convergence tells the two apart (docs/aem.md).
+// Quorum is the model of Q/C/Z and Q/C/M: a quorum of n div 2 + 1 for writes, every replica
+// failed at the end of each divergence, recovery by automatic resync. Its failures take one
+// kind (Q/C/Z crashes, Q/P/Z loses power, Q/N/Z cuts off) or several: then each replica a
+// divergence fails takes one of them (Transition.Failures), State.Failed remembers which until
+// it comes back, and offline replicas that failed differently are not alike (docs/aem.md).
 type Quorum struct {
 	name  string
-	mixed bool
+	kinds []Failure
 }
 
-// NewQuorum returns the quorum model under the given name ("Q/C/Z" or "Q/C/M": one AEM, two
-// systems).
-func NewQuorum(name string) Quorum { return Quorum{name: name} }
+// NewQuorum returns the quorum model of crashes under the given name ("Q/C/Z" or "Q/C/M": one
+// AEM, two systems).
+func NewQuorum(name string) Quorum { return Quorum{name: name, kinds: []Failure{FailCrash}} }
 
 // NewCrashPartition returns the quorum model whose failing replicas are crashed or cut off.
-func NewCrashPartition(name string) Quorum { return Quorum{name: name, mixed: true} }
+func NewCrashPartition(name string) Quorum {
+	return Quorum{name: name, kinds: []Failure{FailCrash, FailPartition}}
+}
+
+// NewQuorumOf returns the quorum model whose failing replicas take the given kinds, each of
+// Kinds at most once; they are put in Kinds' order.
+func NewQuorumOf(name string, kinds ...Failure) (Quorum, error) {
+	var in []Failure
+	for _, k := range Kinds {
+		if slices.Contains(kinds, k) {
+			in = append(in, k)
+		}
+	}
+	if len(in) == 0 || len(in) != len(kinds) {
+		return Quorum{}, fmt.Errorf("quorum model %s: failure kinds %v must be one or more of %v, each once", name, kinds, Kinds)
+	}
+	return Quorum{name: name, kinds: in}, nil
+}
 
 func (q Quorum) Name() string { return q.name }
+
+// Rules is the quorum rules', or crash-partition's where the kinds are exactly crash and
+// partition, the rule set that names that mix.
 func (q Quorum) Rules() Rules {
-	if q.mixed {
+	if slices.Equal(q.kinds, []Failure{FailCrash, FailPartition}) {
 		return CrashPartitionRules
 	}
 	return QuorumRules
 }
 func (q Quorum) StepsMatter() bool          { return false }
 func (q Quorum) Links() bool                { return false }
-func (q Quorum) FailureKinds() bool         { return q.mixed }
+func (q Quorum) FailureKinds() bool         { return q.mixed() }
+func (q Quorum) Kinds() []Failure           { return slices.Clone(q.kinds) }
 func (Quorum) Complete(Params, *State) bool { return true }
+
+// mixed tells whether the model's failures take more than one kind, so that divergences name
+// each replica's.
+func (q Quorum) mixed() bool { return len(q.kinds) > 1 }
 
 func (q Quorum) Init(p Params) State {
 	s := State{Left: p.Ops, RS: make([]int, p.Replicas), On: allTrue(p.Replicas)}
-	if q.mixed {
-		s.Crashed = make([]bool, p.Replicas)
+	if q.mixed() {
+		s.Failed = make([]Failure, p.Replicas)
 	}
 	return s
 }
@@ -47,11 +73,11 @@ func quorum(n int) int { return n/2 + 1 }
 func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 	if s.Left > 0 && s.Online() >= quorum(p.Replicas) {
 		layouts(s, func(w []int) {
-			if !q.mixed {
+			if !q.mixed() {
 				out = append(out, Transition{Kind: Divergence, Writes: w})
 				return
 			}
-			failures(s, w, func(f []Failure) {
+			failures(s, w, q.kinds, func(f []Failure) {
 				out = append(out, Transition{Kind: Divergence, Writes: w, Failures: f})
 			})
 		})
@@ -63,11 +89,11 @@ func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 	if s.Online() >= quorum(p.Replicas) {
 		return append(out, Transition{Kind: Convergence, Group: offline})
 	}
-	// Offline replicas are symmetric when they have one version and, mixed, fail alike.
+	// Offline replicas are symmetric when they have one version and, mixed, failed alike.
 	key := func(i int) string {
 		k := strconv.Itoa(s.RS[i])
-		if q.mixed && s.Crashed[i] {
-			k += "c"
+		if q.mixed() {
+			k += failureNames[s.Failed[i]]
 		}
 		return k
 	}
@@ -76,11 +102,13 @@ func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 	return out
 }
 
-// failures calls fn with every way to fail the online replicas of layout w, up to symmetry:
-// each replica is crashed (c) or cut off (p), the offline ones are not in the layout (-). The
-// online replicas that w gives the same number of writes are alike, so only how many of them
-// crash matters: the first k of each such run (ascending) crash, the others are cut off.
-func failures(s *State, w []int, fn func(f []Failure)) {
+// failures calls fn with every way to fail the online replicas of layout w with the given
+// kinds, up to symmetry; the offline replicas are not in the layout (-). The online replicas
+// that w gives the same number of writes are alike, so of each such run (ascending) only how
+// many take each kind matters: the first ones take the first kind, the next ones the next, and
+// so on, every count from 0 for each kind in turn. With crash and partition: the first k
+// crash, the others are cut off, k from 0 to the run's length.
+func failures(s *State, w []int, kinds []Failure, fn func(f []Failure)) {
 	on := onlineReplicas(s)
 	var runs [][]int // runs of online replicas with equal writes, in ascending order
 	for k, i := range on {
@@ -92,20 +120,29 @@ func failures(s *State, w []int, fn func(f []Failure)) {
 	}
 	f := make([]Failure, len(w))
 	var rec func(r int)
+	// fill gives replicas run[from:] the kinds kinds[k:], every count for kinds[k] in turn.
+	var fill func(r int, run []int, k int)
+	fill = func(r int, run []int, k int) {
+		if k == len(kinds)-1 {
+			for _, i := range run {
+				f[i] = kinds[k]
+			}
+			rec(r + 1)
+			return
+		}
+		for n := 0; n <= len(run); n++ {
+			for _, i := range run[:n] {
+				f[i] = kinds[k]
+			}
+			fill(r, run[n:], k+1)
+		}
+	}
 	rec = func(r int) {
 		if r == len(runs) {
 			fn(slices.Clone(f))
 			return
 		}
-		for crashed := 0; crashed <= len(runs[r]); crashed++ {
-			for k, i := range runs[r] {
-				f[i] = FailPartition
-				if k < crashed {
-					f[i] = FailCrash
-				}
-			}
-			rec(r + 1)
-		}
+		fill(r, runs[r], 0)
 	}
 	rec(0)
 }
@@ -120,15 +157,15 @@ func (q Quorum) Apply(p Params, s *State, t *Transition) State {
 		}
 		for i, f := range t.Failures {
 			if f != NotInLayout {
-				n.Crashed[i] = f == FailCrash
+				n.Failed[i] = f
 			}
 		}
 	case Convergence:
 		newEpoch := s.Online() < quorum(p.Replicas)
 		for _, i := range t.Group {
 			n.On[i] = true
-			if n.Crashed != nil {
-				n.Crashed[i] = false
+			if n.Failed != nil {
+				n.Failed[i] = NotInLayout
 			}
 		}
 		top := n.topOnline()

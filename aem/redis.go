@@ -88,6 +88,18 @@ func (r Redis) StepsMatter() bool  { return r.variant == CrashLink }
 func (r Redis) Links() bool        { return true }
 func (r Redis) FailureKinds() bool { return r.variant == CrashLink }
 
+// Kinds: S/S/R suspends servers (a pause), S/CL/R crashes them (or leaves them running,
+// FailNone, which is no failure), S/L/R fails links.
+func (r Redis) Kinds() []Failure {
+	switch r.variant {
+	case Suspend:
+		return []Failure{FailPause}
+	case CrashLink:
+		return []Failure{FailCrash}
+	}
+	return nil
+}
+
 // Complete discards, for S/L/R only, a path stuck with replicas offline.
 func (r Redis) Complete(_ Params, s *State) bool { return r.variant != Link || s.AllOnline() }
 
@@ -100,7 +112,7 @@ func (r Redis) Init(p Params) State {
 		}
 	}
 	if r.variant == CrashLink {
-		s.Crashed = make([]bool, p.Replicas)
+		s.Failed = make([]Failure, p.Replicas)
 	}
 	return s
 }
@@ -337,7 +349,7 @@ func (r Redis) convergences(p Params, s *State, out []Transition) []Transition {
 		for _, l := range opts {
 			out = append(out, Transition{Kind: Convergence, Group: g, Sources: l})
 		}
-		if r.variant == CrashLink && len(g) == 1 && s.Crashed[g[0]] && s.Steps < 2*p.Ops+2 {
+		if r.variant == CrashLink && len(g) == 1 && s.Crashed(g[0]) && s.Steps < 2*p.Ops+2 {
 			out = offlineResyncs(s, g[0], out)
 		}
 	})
@@ -378,7 +390,7 @@ func (r Redis) Apply(p Params, s *State, t *Transition) State {
 	if t.Resync != Online {
 		d := t.Group[0]
 		n.RS[d] = s.RS[t.From]
-		n.Crashed[d] = false // OFFLINE_1: down, disconnected
+		n.Failed[d] = NotInLayout // OFFLINE_1: down, disconnected
 		if t.Resync == Offline2 {
 			n.On[d], n.On[t.From] = true, false
 		}
@@ -404,8 +416,8 @@ func (r Redis) Apply(p Params, s *State, t *Transition) State {
 	}
 	for _, i := range t.Group {
 		n.On[i] = true
-		if n.Crashed != nil {
-			n.Crashed[i] = false
+		if n.Failed != nil {
+			n.Failed[i] = NotInLayout
 		}
 	}
 	n.Src = slices.Clone(t.Sources)
@@ -445,7 +457,7 @@ func divergeCrashLink(n *State, t *Transition) {
 			n.RS[i] += t.Writes[i]
 		default:
 			n.On[i], n.Src[i] = false, NoSource
-			n.Crashed[i] = f == FailCrash
+			n.Failed[i] = f
 		}
 	}
 }

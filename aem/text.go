@@ -10,8 +10,9 @@ import (
 // The compact text of a transition, as schedule files hold it:
 //
 //	D[1,0,0]        divergence: writes each replica receives
-//	D[1,0](n,c)     with failure kinds: n none, c crash, - not in the layout (S/CL/R),
-//	                p partition (crash-partition)
+//	D[1,0](n,c)     with failure kinds: n none, c crash, - not in the layout (S/CL/R);
+//	                c crash, l power loss, p partition, s pause (quorum models of
+//	                several kinds)
 //	C[0,1]          convergence: the replicas that come back
 //	C[1]<-,0,1>     with every replica's source afterwards, - for none (Redis models)
 //	C[1]<0,->off1   offline resync: off1 or off2 (S/CL/R)
@@ -49,7 +50,10 @@ func (t *Transition) AppendText(b []byte) []byte {
 	return b
 }
 
-var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', FailPartition: 'p'}
+var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', FailPartition: 'p', FailPowerLoss: 'l', FailPause: 's'}
+
+// Letter is the failure kind's letter in a schedule's divergences.
+func (f Failure) Letter() byte { return failureLetters[f] }
 
 func appendInts(b []byte, open, close byte, xs []int) []byte {
 	b = append(b, open)
@@ -103,7 +107,7 @@ func ParseTransition(s string) (Transition, error) {
 					k = strings.IndexByte(string(failureLetters[:]), f[0])
 				}
 				if k < 0 {
-					return t, fmt.Errorf("transition %q: failure kind %q is not n, c, p or -", s, f)
+					return t, fmt.Errorf("transition %q: failure kind %q is not n, c, l, p, s or -", s, f)
 				}
 				t.Failures = append(t.Failures, Failure(k))
 			}
@@ -177,11 +181,8 @@ func (t *Transition) Paper() string {
 	if t.Failures != nil {
 		var fs []string
 		for i, f := range t.Failures {
-			switch f {
-			case FailNone:
-				fs = append(fs, strconv.Itoa(i)+":none")
-			case FailCrash:
-				fs = append(fs, strconv.Itoa(i)+":crash")
+			if f != NotInLayout {
+				fs = append(fs, strconv.Itoa(i)+":"+f.String())
 			}
 		}
 		b.WriteString("  failures " + strings.Join(fs, " "))
@@ -223,8 +224,10 @@ func (s State) String() string {
 		switch {
 		case on:
 			b.WriteByte('+')
-		case s.Crashed != nil && s.Crashed[i]:
+		case s.FailedAs(i) == FailCrash:
 			b.WriteByte('x')
+		case s.FailedAs(i) == FailPowerLoss || s.FailedAs(i) == FailPause:
+			b.WriteByte(failureLetters[s.FailedAs(i)])
 		default:
 			b.WriteByte('-')
 		}

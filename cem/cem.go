@@ -40,6 +40,11 @@ type Capabilities struct {
 	// NetworkNamespaces (each replica an address of its own, on the system's ordinary ports),
 	// or NetworkLoopback followed by ": " and why not namespaces.
 	Network string
+	// Failures are the failure kinds (aem.Failure names: crash, power-loss, partition, pause)
+	// the plugin realises, each followed by ": " and why not where this host cannot
+	// ("partition: no network namespaces here"), so that modulo knows which DRMs composed
+	// with kinds ("qcz+pause") it can run.
+	Failures []string
 }
 
 // The networks a plugin's clusters run on (Capabilities.Network).

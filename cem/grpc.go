@@ -52,6 +52,7 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
 			Restore:         info.Capabilities.Restore,
 			Network:         info.Capabilities.Network,
+			Failures:        info.Capabilities.Failures,
 			Declared:        specsPB(info.Capabilities.Declared),
 		},
 	}}, nil
@@ -257,6 +258,7 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),
 			Restore:         info.GetCapabilities().GetRestore(),
 			Network:         info.GetCapabilities().GetNetwork(),
+			Failures:        info.GetCapabilities().GetFailures(),
 			Declared:        specsOf(info.GetCapabilities().GetDeclared()),
 		},
 	}, nil

@@ -45,6 +45,8 @@ type DRM struct {
 	// that declares it was found.
 	Declared   bool
 	PluginPath string
+	// base is the DRM that Compose added failure kinds to; nil for one that is not composed.
+	base *DRM
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9]*$`)
@@ -129,19 +131,111 @@ func (s Spec) DRM(plugin string) (DRM, error) {
 		return DRM{}, fmt.Errorf("plugin %s declares DRM %q: partitions realise the quorum rules' crashes and the link rules' link failures only, not rule set %s's", plugin, s.Name, r)
 	}
 	d.PowerLoss, d.Partition = s.PowerLoss, s.Partition
+	if r == aem.QuorumRules && (s.PowerLoss || s.Partition) {
+		kind := aem.FailPowerLoss
+		if s.Partition {
+			kind = aem.FailPartition
+		}
+		d.Model = quorumOf(s.Title, kind)
+	}
 	return d, nil
 }
 
-// Partitions tells whether the DRM's schedules cut replicas off: its failures are partitions,
-// or its rules make each failing replica crashed or cut off (aem.CrashPartitionRules).
-func (d DRM) Partitions() bool {
-	return d.Partition || d.Model.Rules() == aem.CrashPartitionRules
+// quorumOf is the quorum model whose failures take the given kinds, which are valid.
+func quorumOf(title string, kinds ...aem.Failure) aem.Model {
+	m, err := aem.NewQuorumOf(title, kinds...)
+	if err != nil {
+		panic(err)
+	}
+	return m
 }
 
-// Spec returns what the plugin declared of d, nil for a built-in DRM.
+// Partitions tells whether the DRM's schedules cut replicas off: a failure kind of its model
+// is the partition, or its link failures are (S/N/R).
+func (d DRM) Partitions() bool {
+	return d.Partition || slices.Contains(d.Kinds(), aem.FailPartition)
+}
+
+// Kinds lists the failure kinds that the DRM's failing replicas take, as a realisation must
+// realise them: its model's, with a crash a power loss where the DRM says its crashes are.
+func (d DRM) Kinds() []aem.Failure {
+	kinds := d.Model.Kinds()
+	for i, k := range kinds {
+		kinds[i] = d.Kind(k)
+	}
+	return kinds
+}
+
+// Kind is how failure f of the DRM's model is realised: a crash is a power loss where the
+// DRM's crashes are (S/CL/R's, on a DRM that a plugin declares with power losses).
+func (d DRM) Kind(f aem.Failure) aem.Failure {
+	if f == aem.FailCrash && d.PowerLoss {
+		return aem.FailPowerLoss
+	}
+	return f
+}
+
+// kindSeparator joins a DRM's name and the failure kinds a composed DRM adds: "qcz+pause".
+const kindSeparator = "+"
+
+// SplitName reads a DRM name that may add failure kinds to a base DRM ("qcz+pause": qcz with
+// pauses too): the base name and the added kinds, none for a plain name.
+func SplitName(name string) (base string, added []aem.Failure, err error) {
+	base, rest, found := strings.Cut(name, kindSeparator)
+	if !found {
+		return name, nil, nil
+	}
+	for _, k := range strings.Split(rest, kindSeparator) {
+		f, err := aem.ParseFailure(k)
+		if err != nil {
+			return "", nil, fmt.Errorf("DRM %q: %w", name, err)
+		}
+		added = append(added, f)
+	}
+	return base, added, nil
+}
+
+// Compose returns base with its failures taking the added kinds too: the quorum model over
+// every kind of both, named and titled base's name and title followed by each added kind
+// ("qcz+pause", "Q/C/Z+pause"). Only a quorum DRM takes kinds, each of which it must lack.
+func Compose(base DRM, added []aem.Failure) (DRM, error) {
+	if len(added) == 0 {
+		return base, nil
+	}
+	if !base.Model.Rules().Quorum() {
+		return DRM{}, fmt.Errorf("DRM %s (%s rules): only a quorum DRM's failures take other kinds", base.Name, base.Model.Rules())
+	}
+	kinds := base.Kinds()
+	suffix := ""
+	for _, f := range aem.Kinds { // in the kinds' order, so that one mix has one name
+		if !slices.Contains(added, f) {
+			continue
+		}
+		if slices.Contains(kinds, f) {
+			return DRM{}, fmt.Errorf("DRM %s fails replicas by %s already", base.Name, f)
+		}
+		kinds = append(kinds, f)
+		suffix += kindSeparator + f.String()
+	}
+	m, err := aem.NewQuorumOf(base.Title+suffix, kinds...)
+	if err != nil {
+		return DRM{}, err
+	}
+	d := base
+	d.base = &base
+	d.Name, d.Title, d.Model, d.PowerLoss, d.Partition = base.Name+suffix, base.Title+suffix, m, false, false
+	d.Summary = fmt.Sprintf("%s; failures also %s", strings.TrimSpace(base.Summary), strings.ReplaceAll(strings.TrimPrefix(suffix, kindSeparator), kindSeparator, ", "))
+	return d, nil
+}
+
+// Spec returns what the plugin declared of d, nil for a built-in DRM; of a composed DRM,
+// what it declared of the base, which the composed name adds kinds to.
 func (d DRM) Spec() *Spec {
 	if !d.Declared {
 		return nil
+	}
+	if d.base != nil {
+		return d.base.Spec()
 	}
 	return &Spec{Name: d.Name, Title: d.Title, Rules: string(d.Model.Rules()), System: d.System, Summary: d.Summary,
 		Ops: d.Defaults.Ops, Replicas: d.Defaults.Replicas, OpsRange: d.Ops, ReplicasRange: d.Replicas, PowerLoss: d.PowerLoss, Partition: d.Partition}
@@ -189,13 +283,13 @@ var catalogue = []DRM{
 	{
 		// Not in the paper: Q/C/Z's schedules with every crash a power loss, which drops what
 		// the servers had not made durable; every divergence ends with the whole cluster down.
-		Name: "qpz", Title: "Q/P/Z", Model: aem.NewQuorum("Q/P/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Name: "qpz", Title: "Q/P/Z", Model: quorumOf("Q/P/Z", aem.FailPowerLoss), Plugin: "zookeeper", System: "ZooKeeper",
 		Summary:  "the Q/C/Z model with power losses: a crash drops what was not fsynced",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		PowerLoss: true,
 	},
 	{
-		Name: "qpe", Title: "Q/P/E", Model: aem.NewQuorum("Q/P/E"), Plugin: "etcd", System: "etcd",
+		Name: "qpe", Title: "Q/P/E", Model: quorumOf("Q/P/E", aem.FailPowerLoss), Plugin: "etcd", System: "etcd",
 		Summary:  "the Q/C/E model with power losses: a crash drops what was not fsynced",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		PowerLoss: true,
@@ -204,13 +298,13 @@ var catalogue = []DRM{
 		// Not in the paper: Q/C/Z's schedules with every crash a partition; a minority write
 		// goes to a leader really cut off with its minority, and every divergence ends with
 		// every replica up and cut off from every other.
-		Name: "qnz", Title: "Q/N/Z", Model: aem.NewQuorum("Q/N/Z"), Plugin: "zookeeper", System: "ZooKeeper",
+		Name: "qnz", Title: "Q/N/Z", Model: quorumOf("Q/N/Z", aem.FailPartition), Plugin: "zookeeper", System: "ZooKeeper",
 		Summary:  "the Q/C/Z model with partitions: a failed replica stays up, cut off from its peers",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		Partition: true,
 	},
 	{
-		Name: "qne", Title: "Q/N/E", Model: aem.NewQuorum("Q/N/E"), Plugin: "etcd", System: "etcd",
+		Name: "qne", Title: "Q/N/E", Model: quorumOf("Q/N/E", aem.FailPartition), Plugin: "etcd", System: "etcd",
 		Summary:  "the Q/C/E model with partitions: a failed replica stays up, cut off from its peers",
 		Defaults: aem.Params{Ops: 2, Replicas: 3}, Ops: []int{1, 2, 3, 4, 5}, Replicas: []int{3, 4, 5},
 		Partition: true,
@@ -288,8 +382,20 @@ func builtin(name string) (DRM, bool) {
 }
 
 // Lookup finds a DRM by short name ("qcz") or by title ("Q/C/Z"), ignoring case: a built-in
-// one, else one that a plugin declares.
+// one, else one that a plugin declares; a name that adds failure kinds to one ("qcz+pause")
+// is that DRM composed with them (Compose).
 func Lookup(name string) (DRM, error) {
+	base, added, err := SplitName(name)
+	if err != nil {
+		return DRM{}, err
+	}
+	if len(added) > 0 {
+		d, err := Lookup(base)
+		if err != nil {
+			return DRM{}, err
+		}
+		return Compose(d, added)
+	}
 	if d, ok := builtin(name); ok {
 		return d, nil
 	}

@@ -1,6 +1,7 @@
 package drms
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -186,6 +187,75 @@ func TestPartitions(t *testing.T) {
 		}
 		if got := d.Partitions(); got != tt.want {
 			t.Errorf("%s.Partitions() = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestCompose checks the DRMs whose names add failure kinds: their model mixes the base's kind
+// with the added ones, in the kinds' order whatever the name's, and names nothing twice.
+func TestCompose(t *testing.T) {
+	for _, tt := range []struct {
+		name, want, title string
+		kinds             []aem.Failure
+		err               string
+	}{
+		{"qcz+pause", "qcz+pause", "Q/C/Z+pause", []aem.Failure{aem.FailCrash, aem.FailPause}, ""},
+		{"qpz+s", "qpz+pause", "Q/P/Z+pause", []aem.Failure{aem.FailPowerLoss, aem.FailPause}, ""},
+		{"qce+pause+partition", "qce+partition+pause", "Q/C/E+partition+pause", []aem.Failure{aem.FailCrash, aem.FailPartition, aem.FailPause}, ""},
+		{"qnz+crash", "qnz+crash", "Q/N/Z+crash", []aem.Failure{aem.FailCrash, aem.FailPartition}, ""},
+		{"qcnz+pause", "qcnz+pause", "Q/CN/Z+pause", []aem.Failure{aem.FailCrash, aem.FailPartition, aem.FailPause}, ""},
+		{"qcz+crash", "", "", nil, "fails replicas by crash already"},
+		{"slr+pause", "", "", nil, "only a quorum DRM"},
+		{"qcz+nap", "", "", nil, `unknown failure kind "nap"`},
+		{"qxz+pause", "", "", nil, `unknown DRM "qxz"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Lookup(tt.name)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("Lookup(%q) = %s, %v; want an error saying %q", tt.name, d.Name, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Name != tt.want || d.Title != tt.title || !slices.Equal(d.Kinds(), tt.kinds) || !d.Model.FailureKinds() {
+				t.Errorf("Lookup(%q) = %s %s, kinds %v; want %s %s, kinds %v", tt.name, d.Name, d.Title, d.Kinds(), tt.want, tt.title, tt.kinds)
+			}
+			if again, err := Lookup(d.Name); err != nil || again.Name != d.Name {
+				t.Errorf("Lookup(%q) again = %s, %v", d.Name, again.Name, err)
+			}
+			if d.Partitions() != slices.Contains(tt.kinds, aem.FailPartition) {
+				t.Errorf("%s: Partitions() = %v", d.Name, d.Partitions())
+			}
+		})
+	}
+	// A declared DRM composes too, and its spec is its base's, for campaign.json.
+	base, err := Spec{Name: "qcn", Title: "Q/C/N", Rules: "quorum", System: "NATS", Ops: 1, Replicas: 3}.DRM("nats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Compose(base, []aem.Failure{aem.FailPause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.Spec(); s == nil || s.Name != "qcn" || s.Title != "Q/C/N" || s.Rules != "quorum" {
+		t.Errorf("the composed %s's spec %+v, want qcn's", d.Name, s)
+	}
+}
+
+func TestKindsOfDRMs(t *testing.T) {
+	for name, want := range map[string][]aem.Failure{
+		"qcz": {aem.FailCrash}, "qpz": {aem.FailPowerLoss}, "qnz": {aem.FailPartition},
+		"qcnz": {aem.FailCrash, aem.FailPartition}, "ssr": {aem.FailPause}, "sclr": {aem.FailCrash}, "slr": nil,
+	} {
+		d, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Kinds(); !slices.Equal(got, want) {
+			t.Errorf("%s: Kinds() = %v, want %v", name, got, want)
 		}
 	}
 }

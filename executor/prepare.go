@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/config"
@@ -130,12 +131,38 @@ func probe(ctx context.Context, launch Launcher, d drms.DRM, pluginConfig []byte
 	if closeErr != nil {
 		return cem.Info{}, closeErr
 	}
-	if !slices.Contains(info.Capabilities.DRMs, d.Name) {
+	base, added, err := drms.SplitName(d.Name)
+	if err != nil {
+		return cem.Info{}, &SetupError{Err: err}
+	}
+	if !slices.Contains(info.Capabilities.DRMs, base) {
 		return cem.Info{}, setupErrorf("plugin %s %s does not realise %s (it realises: %s)",
-			info.Name, info.Version, d.Name, strings.Join(info.Capabilities.DRMs, ", "))
+			info.Name, info.Version, base, strings.Join(info.Capabilities.DRMs, ", "))
+	}
+	for _, f := range added {
+		if err := realises(info, f); err != nil {
+			return cem.Info{}, setupErrorf("plugin %s %s cannot run %s: %v", info.Name, info.Version, d.Name, err)
+		}
 	}
 	if info.Capabilities.PortsPerReplica < 1 {
 		return cem.Info{}, fmt.Errorf("plugin %s %s: says it needs %d ports per replica", info.Name, info.Version, info.Capabilities.PortsPerReplica)
 	}
 	return info, nil
+}
+
+// realises says why the plugin of info cannot fail replicas by kind f here, or nil: its
+// capabilities list every kind it knows, with why not where this host cannot
+// (cem.Capabilities.Failures).
+func realises(info cem.Info, f aem.Failure) error {
+	for _, k := range info.Capabilities.Failures {
+		name, why, cannot := strings.Cut(k, ": ")
+		switch {
+		case name != f.String():
+		case cannot:
+			return fmt.Errorf("%s: %s", f, why)
+		default:
+			return nil
+		}
+	}
+	return fmt.Errorf("it realises no %s failures (it realises: %s)", f, strings.Join(info.Capabilities.Failures, "; "))
 }

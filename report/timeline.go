@@ -8,6 +8,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
@@ -108,10 +109,10 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 	for i := range n {
 		r := row{Replica: i, Label: fmt.Sprintf("replica %d", i)}
 		for j, st := range states {
-			c := cell{State: onlineState(&st, i)}
+			c := cell{State: onlineState(failedAs(h.DRM, &st, i), st.On[i])}
 			var acts []string
 			if j > 0 {
-				c.Events = events(&s.Steps[j-1], &states[j-1], &st, i)
+				c.Events = events(&s.Steps[j-1], &states[j-1], &st, i, failedAs(h.DRM, &st, i))
 				acts = replicaActions(actions, j-1, i)
 				if o := observed(rec.Observations, j-1, i); o != nil {
 					c.Role, c.Epoch, c.Position = o[cem.ObserveRole], epochText(o[cem.ObserveEpoch]), o[cem.ObservePosition]
@@ -301,30 +302,52 @@ func fieldsText(fields map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// onlineState names replica i's state in s: a quorum model's failures are all crashes, a
-// link model's are crashes only where S/CL/R says so.
-func onlineState(s *aem.State, i int) string {
-	switch {
+// failedAs is how replica i of state s failed, as DRM d realises it: the kind the state
+// remembers, or a quorum model's one kind; NotInLayout while it is online, or where the model
+// does not say (a suspended or unlinked replica of a link model).
+func failedAs(d drms.DRM, s *aem.State, i int) aem.Failure {
+	switch kinds := d.Kinds(); {
 	case s.On[i]:
+		return aem.NotInLayout
+	case s.Failed != nil:
+		return d.Kind(s.FailedAs(i))
+	case d.Model.Rules().Quorum() && len(kinds) == 1:
+		return kinds[0]
+	}
+	return aem.NotInLayout
+}
+
+// onlineState names a replica's state: online, crashed (its server down: a crash or a power
+// loss), or offline (its server up, but paused, cut off, suspended or unlinked).
+func onlineState(failed aem.Failure, on bool) string {
+	switch {
+	case on:
 		return "online"
-	case s.Src == nil || s.Crashed != nil && s.Crashed[i]:
+	case failed.Down():
 		return "crashed"
 	}
 	return "offline"
 }
 
-// events says what transition t did to replica i, going from state before to after.
-func events(t *aem.Transition, before, after *aem.State, i int) []string {
+// failsBy says what a divergence did to a replica that failed by each kind.
+var failsBy = map[aem.Failure]string{
+	aem.FailCrash: "crashes", aem.FailPowerLoss: "loses power", aem.FailPartition: "is cut off", aem.FailPause: "pauses",
+}
+
+// events says what transition t did to replica i, going from state before to after, where it
+// failed by kind failed (NotInLayout where it did not, or the model does not say).
+func events(t *aem.Transition, before, after *aem.State, i int, failed aem.Failure) []string {
 	var parts []string
 	if t.Kind == aem.Divergence {
 		if w := t.Writes[i]; w > 0 {
 			parts = append(parts, fmt.Sprintf("+%d %s", w, words.Plural(w, "write", "writes")))
 		}
-		switch {
-		case before.On[i] && !after.On[i] && after.Crashed != nil && after.Crashed[i]:
-			parts = append(parts, "crashes")
-		case before.On[i] && !after.On[i]:
-			parts = append(parts, "fails")
+		if before.On[i] && !after.On[i] {
+			what, ok := failsBy[failed]
+			if !ok {
+				what = "fails"
+			}
+			parts = append(parts, what)
 		}
 		return parts
 	}

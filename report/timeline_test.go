@@ -2,6 +2,7 @@ package report
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modulo-testing/modulo/aem"
@@ -184,5 +185,44 @@ func TestEpochText(t *testing.T) {
 		if got := epochText(tt.epoch); got != tt.want {
 			t.Errorf("epochText(%q) = %q, want %q", tt.epoch, got, tt.want)
 		}
+	}
+}
+
+// TestTimelineKinds: a divergence says how each replica failed, by the kind its DRM gives it,
+// and a replica whose server still runs (paused, cut off) is offline, not crashed.
+func TestTimelineKinds(t *testing.T) {
+	for _, tt := range []struct {
+		drm, step string
+		events    []string
+		states    []string
+	}{
+		{"qcz+partition+pause", "D[0,0,1](c,p,s)", []string{"crashes", "is cut off", "+1 write pauses"}, []string{"crashed", "offline", "offline"}},
+		{"qpz", "D[0,0,1]", []string{"loses power", "loses power", "+1 write loses power"}, []string{"crashed", "crashed", "crashed"}},
+		{"qnz", "D[0,0,1]", []string{"is cut off", "is cut off", "+1 write is cut off"}, []string{"offline", "offline", "offline"}},
+		{"qcz", "D[0,0,1]", []string{"crashes", "crashes", "+1 write crashes"}, []string{"crashed", "crashed", "crashed"}},
+	} {
+		t.Run(tt.drm, func(t *testing.T) {
+			d, err := drms.Lookup(tt.drm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := aem.Params{Ops: 1, Replicas: 3}
+			before := d.Model.Init(p)
+			step, err := aem.ParseTransition(tt.step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, after, ok := aem.Take(d.Model, p, &before, &step)
+			if !ok {
+				t.Fatalf("%s is not enabled", tt.step)
+			}
+			for i := range 3 {
+				kind := failedAs(d, &after, i)
+				got := strings.Join(events(&step, &before, &after, i, kind), " ")
+				if got != tt.events[i] || onlineState(kind, after.On[i]) != tt.states[i] {
+					t.Errorf("replica %d: %q, %s; want %q, %s", i, got, onlineState(kind, after.On[i]), tt.events[i], tt.states[i])
+				}
+			}
+		})
 	}
 }

@@ -14,9 +14,17 @@ import (
 // with no plugin needed, else from the catalogue.
 func (c Campaign) DRMOf() (drms.DRM, error) {
 	if c.Declared != nil {
+		base, added, err := drms.SplitName(c.DRM)
+		if err != nil {
+			return drms.DRM{}, err
+		}
 		spec := *c.Declared
-		spec.Name = c.DRM
-		return spec.DRM(c.Plugin)
+		spec.Name = base
+		d, err := spec.DRM(c.Plugin)
+		if err != nil {
+			return d, err
+		}
+		return drms.Compose(d, added)
 	}
 	return drms.Lookup(c.DRM)
 }

@@ -57,6 +57,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/fault"
 	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
@@ -309,6 +310,17 @@ type Isolation interface {
 	Isolated(ctx context.Context, c *Cluster, r *Replica) (ok bool, seen string, err error)
 }
 
+// Detector is implemented by a system that says how long its servers take to notice a peer
+// that stopped answering (ZooKeeper's syncLimit, etcd's election timeout). A paused server
+// that goes on acts on what it knew when it stopped, and a leader whose followers elected
+// another, or whose own timers ran out while it was stopped, steps down only once it notices:
+// after a convergence that lets paused servers go on, the kit waits that long before it asks
+// whether the cluster has caught up, so that it judges the cluster the pause left, not the
+// moment before anyone noticed. Without it, the kit asks at once.
+type Detector interface {
+	DetectionTime(c *Cluster) time.Duration
+}
+
 // Updater is implemented by a system whose Write makes a new key and cannot set one that
 // exists (ZooKeeper's create). With workload = "update" the kit calls Update, not Write, to set
 // an initial key to value: one transaction, like Write, so that a write that reaches only a
@@ -425,10 +437,10 @@ func (c *Cluster) StartSource(r *Replica) *Replica {
 	return c.Replicas[r.startLink]
 }
 
-// Partitioned tells whether the DRM's failures are partitions (a quorum model's crashes, a
-// link model's link failures), for a system that must notice a lost peer within a step (a
-// timeout shorter than its default).
-func (c *Cluster) Partitioned() bool { return c.p.partitions }
+// Partitioned tells whether the DRM's failures cut replicas off (a quorum model's, a link
+// model's link failures), for a system that must notice a lost peer within a step (a timeout
+// shorter than its default).
+func (c *Cluster) Partitioned() bool { return c.p.drm.Partitions() }
 
 // Divergences is how many divergences the schedule has taken so far, the one being realised
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
@@ -459,8 +471,9 @@ type Replica struct {
 
 	proc      *proc.Process // nil while down
 	suspended bool
-	cut       bool // a partition cuts it off from every other replica
-	link      int  // the replica the server follows (link models), aem.NoSource for none
+	cut       bool       // a partition cuts it off from every other replica
+	failed    fault.Kind // how a divergence failed it, until it is recovered; nil else
+	link      int        // the replica the server follows (link models), aem.NoSource for none
 	// cutFrom is the source that a partition cuts it from (a link model's link failure, in a
 	// DRM whose failures are partitions), which its server still follows; aem.NoSource for none.
 	// The model's link is gone meanwhile: link is aem.NoSource.

@@ -40,6 +40,9 @@ type linkEngine struct {
 	l       Linker
 	snap    Snapshotter // S/CL/R's offline resyncs, and fresh copies of refused links; may be nil elsewhere
 	variant aem.Rules
+	// cutsLinks says that a link failure is a partition between the replica and its source
+	// (drms.DRM.Partition: S/N/R), not the link undone.
+	cutsLinks bool
 	// LinkPolicy: the waits before and after a divergence's writes, and the probe.
 	waitBefore, waitAfter time.Duration
 	probe                 bool
@@ -110,7 +113,7 @@ func (e *linkEngine) check() error {
 			return fmt.Errorf("%s is suspended", r.Name)
 		case e.variant == aem.CrashLinkRules && on && (!r.running() || r.suspended):
 			return fmt.Errorf("%s is online but its server is down or suspended", r.Name)
-		case e.variant == aem.CrashLinkRules && s.Crashed[i] && r.running():
+		case e.variant == aem.CrashLinkRules && s.Crashed(i) && r.running():
 			return fmt.Errorf("%s is crashed but its server runs", r.Name)
 		case r.running() && r.link != e.wantLink(s, i) && e.p.brk != BreakSkipRelink:
 			return fmt.Errorf("%s follows %d, the model wants %d", r.Name, r.link, e.wantLink(s, i))
@@ -203,7 +206,7 @@ func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 		}
 		for i, f := range t.Failures {
 			if f == aem.FailCrash && t.Writes[i] == top {
-				if err := p.crash(ctx, e.reps()[i]); err != nil {
+				if err := p.fail(ctx, e.reps()[i], p.kindOf(t, i)); err != nil {
 					return err
 				}
 			}
@@ -256,7 +259,7 @@ func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int
 		// The link fails where the source goes on receiving; a replica whose source misses
 		// write j too keeps its link.
 		if src := e.p.state.Src[i]; src != aem.NoSource && t.Writes[src] >= j {
-			if e.p.partitions {
+			if e.cutsLinks {
 				return e.cutLink(r)
 			}
 			return e.unfollow(ctx, r)
@@ -266,7 +269,7 @@ func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int
 	if t.Failures[i] != aem.FailCrash {
 		return fmt.Errorf("replica %d misses write %d but its failure kind is not CRASH", i, j)
 	}
-	return e.p.crash(ctx, r)
+	return e.p.fail(ctx, r, e.p.kindOf(t, i))
 }
 
 // write injects write j of the step: it sends it to every receiving replica that replication

@@ -579,14 +579,15 @@ func memAbout(drm string) kit.About {
 	if err != nil {
 		panic(err)
 	}
-	return kit.About{Name: d.Plugin, DRMs: []string{drm}, PortsPerReplica: 1}
+	base, _, _ := drms.SplitName(drm)
+	return kit.About{Name: d.Plugin, DRMs: []string{base}, PortsPerReplica: 1}
 }
 
 // TestMemSystemConformance runs the conformance suite on the in-memory system, for a quorum
 // model and the three link models, with replication lagging so that every wait of the kit's
 // engines is needed.
 func TestMemSystemConformance(t *testing.T) {
-	for _, drm := range []string{"qce", "ssr", "slr", "sclr"} {
+	for _, drm := range []string{"qce", "qce+pause", "ssr", "slr", "sclr"} {
 		t.Run(drm, func(t *testing.T) {
 			t.Parallel()
 			plugintest.Run(t, plugintest.Config{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/fault"
 	"github.com/modulo-testing/modulo/cem/netns"
 	"github.com/modulo-testing/modulo/cem/powerfs"
 	"github.com/modulo-testing/modulo/cem/proc"
@@ -125,16 +126,18 @@ type Plugin struct {
 	acked  []cem.Write
 	// alarms are the step's alarms raised while it was realised (brokenAlarm).
 	alarms []cem.Alarm
-	// power says that crashes are power losses (drms.DRM.PowerLoss): disks are every
+	// drm is the cluster's DRM, whose failure kinds (package cem/fault) the kit asks of each
+	// failing replica; needs is what they need set up: with Disks, disks are every
 	// replica's file systems, by concrete index, and diskUse what they had served at the
 	// last step's end. steps are the schedule's transitions so far, which seed the tears.
-	power, durableStart, tornWrites bool
-	// partitions says that crashes are partitions (drms.DRM.Partition), realised on the
-	// cluster's network (Cluster.net).
-	partitions bool
-	disks      [][]disk
-	diskUse    powerfs.Stats
-	steps      []string
+	drm                      drms.DRM
+	needs                    fault.Needs
+	durableStart, tornWrites bool
+	disks                    [][]disk
+	diskUse                  powerfs.Stats
+	steps                    []string
+	// detected is the step in which the kit last waited the system's detection time.
+	detected int
 }
 
 // engine realises the transitions of one family of models.
@@ -175,22 +178,30 @@ func New(about About, sys System) *Plugin {
 	return p
 }
 
-// drm finds the DRM named name: one the plugin declares, or one of the catalogue's that it
-// realises.
-func (p *Plugin) drm(name string) (drms.DRM, error) {
+// lookupDRM finds the DRM named name: one the plugin declares, or one of the catalogue's that it
+// realises, composed with the failure kinds the name adds ("qcz+pause", drms.Compose).
+func (p *Plugin) lookupDRM(name string) (drms.DRM, error) {
+	base, added, err := drms.SplitName(name)
+	if err != nil {
+		return drms.DRM{}, err
+	}
 	for _, spec := range p.about.Declare {
-		if strings.EqualFold(spec.Name, name) || strings.EqualFold(spec.Title, name) {
-			return spec.DRM(p.about.Name)
+		if strings.EqualFold(spec.Name, base) || strings.EqualFold(spec.Title, base) {
+			d, err := spec.DRM(p.about.Name)
+			if err != nil {
+				return d, err
+			}
+			return drms.Compose(d, added)
 		}
 	}
-	d, err := drms.Lookup(name)
+	d, err := drms.Lookup(base)
 	if err != nil {
 		return d, err
 	}
 	if d.Plugin != p.about.Name || !slices.Contains(p.about.DRMs, d.Name) {
 		return d, fmt.Errorf("DRM %s is realised by the %s plugin, not by %s", d.Name, d.Plugin, p.about.Name)
 	}
-	return d, nil
+	return drms.Compose(d, added)
 }
 
 // Serve serves the plugin built from sys to the modulo that started this process; a plugin's
@@ -240,8 +251,55 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 			PortsPerReplica: p.about.PortsPerReplica,
 			Restore:         restorable,
 			Network:         p.network(own.Network),
+			Failures:        fault.Describe(p.host(own.Network)),
 		},
 	}, nil
+}
+
+// host is what this host and the system offer the failure kinds, with the table's network key
+// set to key.
+func (p *Plugin) host(key string) fault.Host {
+	var h fault.Host
+	if _, ok := p.sys.(DiskState); !ok {
+		h.Disks = errors.New("the system names no state directories (kit.DiskState)")
+	} else if _, err := os.Stat("/dev/fuse"); err != nil {
+		h.Disks = fmt.Errorf("no FUSE here: %w", err)
+	}
+	if network, why, _ := strings.Cut(p.network(key), ": "); network != NetworkNamespaces {
+		h.Network = errors.New(why)
+	}
+	return h
+}
+
+// kinds are the failure kinds of DRM d, which this host and the system must offer.
+func (p *Plugin) kinds(d drms.DRM, h fault.Host) ([]fault.Kind, error) {
+	var kinds []fault.Kind
+	for _, f := range d.Kinds() {
+		k, err := fault.Of(f)
+		if err != nil {
+			return nil, fmt.Errorf("DRM %s: %w", d.Name, err)
+		}
+		if err := k.Available(h); err != nil {
+			return nil, fmt.Errorf("DRM %s fails replicas by %s, which the %s plugin cannot here: %w", d.Name, f, p.about.Name, err)
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
+}
+
+// kindOf is how divergence t fails abstract replica a: the kind t names, or the DRM's one.
+func (p *Plugin) kindOf(t *aem.Transition, a int) fault.Kind {
+	f := aem.NotInLayout
+	if t.Failures != nil {
+		f = t.Failures[a]
+	} else if kinds := p.model.Kinds(); len(kinds) == 1 {
+		f = kinds[0]
+	}
+	k, err := fault.Of(p.drm.Kind(f))
+	if err != nil {
+		panic(fmt.Sprintf("divergence %s fails replica %d by no kind: %v", t, a, err)) // aem.Take checked t
+	}
+	return k
 }
 
 // network is the network a cluster gets with the table's network key set to key:
@@ -415,7 +473,7 @@ func (p *Plugin) newEngine(d drms.DRM) (engine, error) {
 	if err := need(ok, "Linker"); err != nil {
 		return nil, err
 	}
-	e := &linkEngine{p: p, l: l, variant: variant, probe: true}
+	e := &linkEngine{p: p, l: l, variant: variant, cutsLinks: d.Partition, probe: true}
 	e.snap, ok = p.sys.(Snapshotter) // also the fresh copy of a refused link (ErrRefused)
 	if variant == aem.CrashLinkRules {
 		if err := need(ok, "Snapshotter"); err != nil {
@@ -455,7 +513,7 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if err := p.eng.start(ctx); err != nil {
 		return err
 	}
-	if p.power && p.durableStart {
+	if p.needs.Disks && p.durableStart {
 		p.act(nil, "%s: everything the started cluster wrote is durable", DurableStartKey)
 		return p.syncDisks()
 	}
@@ -473,7 +531,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	if p.c != nil {
 		return p.errorf("start", errors.New("a cluster is already running; tear it down first"))
 	}
-	d, err := p.drm(spec.DRM)
+	d, err := p.lookupDRM(spec.DRM)
 	if err != nil {
 		return p.errorf("start", err)
 	}
@@ -496,14 +554,16 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	if err != nil {
 		return p.errorf("start", err)
 	}
-	if _, ok := p.sys.(DiskState); d.PowerLoss && !ok {
-		return p.errorf("start", fmt.Errorf("DRM %s makes every crash a power loss, which needs the system to implement kit.DiskState (the state directories a power loss drops data of)", d.Name))
+	kinds, err := p.kinds(d, p.host(own.Network))
+	if err != nil {
+		return p.errorf("start", err)
 	}
+	needs := fault.NeedsOf(kinds)
+	needs.Network = needs.Network || d.Partition // S/N/R's link failures
 	ppr := p.about.PortsPerReplica
-	partitions := d.Partitions()
 	network, why, _ := strings.Cut(p.network(own.Network), ": ")
 	switch {
-	case partitions && network == NetworkLoopback:
+	case needs.Network && network == NetworkLoopback:
 		return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, which need %s = %q, and %s", d.Name, NetworkKey, NetworkNamespaces, why))
 	case network == NetworkNamespaces && len(p.about.Ports) == 0:
 		return p.errorf("start", fmt.Errorf("%s = %q: the %s plugin names no ports of its own (kit.About.Ports)", NetworkKey, NetworkNamespaces, p.about.Name))
@@ -511,7 +571,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	var nw *netns.Network
 	if network == NetworkNamespaces {
 		if nw, err = netns.New(ctx, spec.Replicas, spec.Dir, subnet); err != nil {
-			if partitions {
+			if needs.Network {
 				return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, and this host cannot make the networks they need: %w", d.Name, err))
 			}
 			return p.errorf("start", fmt.Errorf("%s = %q: %w", NetworkKey, NetworkNamespaces, err))
@@ -538,8 +598,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
-	p.power, p.disks, p.diskUse, p.steps = d.PowerLoss, nil, powerfs.Stats{}, nil
-	p.partitions = d.Partition
+	p.drm, p.needs, p.disks, p.diskUse, p.steps, p.detected = d, needs, nil, powerfs.Stats{}, nil, -2
 	return nil
 }
 
@@ -551,7 +610,7 @@ func (p *Plugin) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	if p.power {
+	if p.needs.Disks {
 		if err := p.mountDisks(p.sys.(DiskState)); err != nil {
 			return err
 		}

@@ -17,8 +17,10 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem/fault"
 	"github.com/modulo-testing/modulo/cem/proc"
 )
 
@@ -36,7 +38,7 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return err
 	}
-	r.proc, r.suspended, r.link, r.broken = proc, false, r.startLink, false
+	r.proc, r.suspended, r.link, r.broken, r.failed = proc, false, r.startLink, false, nil
 	r.Starts++
 	p.act(r, "start %s (pid %d, start %d)", filepath.Base(cmd.Path), proc.Pid, r.Starts)
 	return nil
@@ -63,17 +65,76 @@ func (p *Plugin) restart(ctx context.Context, r *Replica) error {
 	return p.awaitReady(ctx, r)
 }
 
-// crash is a crash failure: it kills r's server (kill) and, when the DRM's crashes are power
-// losses, drops what r's file systems had not made durable; when they are partitions, it cuts
-// r off from its peers instead, its server left running.
-func (p *Plugin) crash(ctx context.Context, r *Replica) error {
-	if p.partitions {
-		return p.cutOff(r)
+// fail fails r's server by kind k (package cem/fault) and remembers how, until recover.
+func (p *Plugin) fail(ctx context.Context, r *Replica, k fault.Kind) error {
+	if err := k.Inject(ctx, server{p, r}); err != nil {
+		return fmt.Errorf("%s: %s: %w", r.Name, k.Failure(), err)
 	}
-	if err := p.kill(ctx, r); err != nil || !p.power {
-		return err
+	r.failed = k
+	return nil
+}
+
+// recover undoes r's failure: a crashed server starts again (without waiting until it
+// serves), a cut-off one is healed, a paused one goes on.
+func (p *Plugin) recover(ctx context.Context, r *Replica) error {
+	if r.failed == nil {
+		return fmt.Errorf("%s: recover: it has not failed", r.Name)
 	}
-	return p.powerLoss(ctx, r)
+	if err := r.failed.Recover(ctx, server{p, r}); err != nil {
+		return fmt.Errorf("%s: recover from %s: %w", r.Name, r.failed.Failure(), err)
+	}
+	r.failed = nil
+	return nil
+}
+
+// kindIn is how abstract replica a of state s failed: the kind s remembers, or the DRM's one.
+func (p *Plugin) kindIn(s *aem.State, a int) fault.Kind {
+	f := s.FailedAs(a)
+	if kinds := p.model.Kinds(); s.Failed == nil && len(kinds) == 1 {
+		f = kinds[0]
+	}
+	k, err := fault.Of(p.drm.Kind(f))
+	if err != nil {
+		return nil
+	}
+	return k
+}
+
+// server is replica r's server as the failure kinds act on it (fault.Server).
+type server struct {
+	p *Plugin
+	r *Replica
+}
+
+func (s server) Kill(ctx context.Context) error         { return s.p.kill(ctx, s.r) }
+func (s server) Start(context.Context) error            { return s.p.startServer(s.r) }
+func (s server) Stop(ctx context.Context) error         { return s.p.suspend(ctx, s.r) }
+func (s server) Stopped() bool                          { return s.r.suspended }
+func (s server) Continue(context.Context) error         { return s.p.resume(s.r) }
+func (s server) CutOff(context.Context) error           { return s.p.cutOff(s.r) }
+func (s server) Heal(context.Context) error             { return s.p.rejoin(s.r) }
+func (s server) DropUnsynced(ctx context.Context) error { return s.p.powerLoss(ctx, s.r) }
+func (s server) AwaitIsolated(ctx context.Context) error {
+	return s.p.awaitIsolated(ctx, []*Replica{s.r})
+}
+
+// AwaitDetection waits the system's detection time once per step (kit.Detector).
+func (s server) AwaitDetection(ctx context.Context) error {
+	d, ok := s.p.sys.(Detector)
+	if !ok || s.p.detected == s.p.step {
+		return nil
+	}
+	s.p.detected = s.p.step
+	wait := d.DetectionTime(s.p.c)
+	s.p.act(nil, "wait %v, the time %s takes to notice a peer that stopped answering (kit.Detector)", wait, s.p.about.Name)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("detection wait: %w", ctx.Err())
+	}
 }
 
 // cutOff partitions r from every other replica, both ways: r.cut holds for it until rejoin,

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem/fault"
 )
 
-// quorumEngine realises the quorum models (Q/C/Z and its kin): an offline replica is crashed
-// (SIGKILL), every write goes through the leader, every replica is crashed at the end of a
-// divergence, and a convergence restarts its group and waits until the cluster has caught up.
+// quorumEngine realises the quorum models (Q/C/Z and its kin): an offline replica has failed
+// by its kind (crashed, lost power, cut off, paused: package cem/fault), every write goes
+// through the leader, every replica fails at the end of a divergence, and a convergence
+// recovers its group and waits until the cluster has caught up.
 //
 // Online abstract replicas are equal when a divergence starts, so the engine may choose which
 // server realises which of them: it maps an abstract replica that receives the most writes of
@@ -83,16 +85,19 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 		return e.diverge(ctx, t)
 	}
 	var group []*Replica
+	kinds := map[*Replica]fault.Kind{}
 	for _, a := range t.Group {
 		r := e.p.replica(a)
-		start := e.p.startServer // it crashed
-		if r.cut {
-			start = e.p.rejoin
-		}
-		if err := start(r); err != nil {
+		kinds[r] = r.failed
+		if err := e.p.recover(ctx, r); err != nil {
 			return err
 		}
 		group = append(group, r)
+	}
+	for _, r := range group {
+		if err := kinds[r].Settled(ctx, server{e.p, r}); err != nil {
+			return err
+		}
 	}
 	err := e.recover(ctx, group, next)
 	for _, r := range group {
@@ -235,28 +240,32 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 		}
 	}
-	var cut []*Replica
-	for _, r := range p.c.Replicas {
-		if r.cut {
-			cut = append(cut, r)
+	// Every replica online at the divergence's start has failed: once the system has noticed
+	// each failure, the divergence is done.
+	for a, on := range p.state.On {
+		if r := p.replica(a); on {
+			if err := r.failed.Noticed(ctx, server{p, r}); err != nil {
+				return err
+			}
 		}
 	}
-	return p.awaitIsolated(ctx, cut)
+	return nil
 }
 
-// fail fails abstract replica a in divergence t as the DRM says: cut off by a partition (every
-// failure of a partition DRM, or t's failure kind p), or else crashed, or, before a write that
-// reaches only a minority, suspended (a crash comes at the divergence's end), so that it never
-// sees the write.
+// fail fails abstract replica a in divergence t by the kind t gives it (the DRM's one where t
+// names none). Before a write that reaches only a minority, a replica whose kind cannot be
+// injected silently (a crash closes connections at once) is stopped instead, so that it never
+// sees the write, and fails at the divergence's end; a replica that failed already is left.
 func (e *quorumEngine) fail(ctx context.Context, t *aem.Transition, a int, minority bool) error {
 	r := e.p.replica(a)
-	switch {
-	case e.p.partitions || t.Failures != nil && t.Failures[a] == aem.FailPartition:
-		return e.p.cutOff(r)
-	case minority:
+	if r.failed != nil {
+		return nil
+	}
+	k := e.p.kindOf(t, a)
+	if minority && !k.Silent() {
 		return e.p.suspend(ctx, r)
 	}
-	return e.p.crash(ctx, r) // a power loss, where the DRM's crashes are
+	return e.p.fail(ctx, r, k)
 }
 
 // nextWrite names the key and value of write j of the step: a new key, or with workload =
@@ -337,7 +346,7 @@ func (e *quorumEngine) leaveBehind(ctx context.Context) error {
 			victim = r
 		}
 	}
-	if err := p.crash(ctx, victim); err != nil {
+	if err := p.fail(ctx, victim, fault.Crash{}); err != nil {
 		return err
 	}
 	p.act(victim, "%s = %q: left behind, down", BreakKey, BreakLeaveBehind)

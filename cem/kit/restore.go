@@ -178,6 +178,9 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 		r.Starts, r.promoted, r.startLink, r.history, r.linkedHistory = sr.Starts, sr.Promoted, sr.StartLink, sr.History, sr.LinkedHistory
 	}
 	p.state, p.step, p.divergences, p.written, p.acked = state, len(steps)-1, k.Divergences, k.Written, k.Acked
+	for a := range p.conc { // every replica is down, each as its last divergence failed it
+		p.replica(a).failed = p.kindIn(&state, a)
+	}
 	p.steps = slices.Clone(steps)
 	p.act(nil, "restored the state after step %d from %s: %d files and directories, %d bytes, sha256 %s, as saved",
 		len(steps), dir, len(got.Paths), got.Bytes, got.Digest)
@@ -189,7 +192,7 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 // copyBack replaces to with a copy of the saved src. A state directory on a power-loss file
 // system is a mount point, which stays: its contents are replaced, and its mode set.
 func (p *Plugin) copyBack(src, to string) error {
-	if !p.power {
+	if !p.needs.Disks {
 		if err := os.RemoveAll(to); err != nil {
 			return err
 		}

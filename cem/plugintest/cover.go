@@ -43,12 +43,15 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 				}
 			}
 			add(kind)
-			for _, f := range t.Failures { // crash-partition
-				switch f {
-				case aem.FailCrash:
-					add("D: a replica crashes")
-				case aem.FailPartition:
-					add("D: a replica is cut off")
+			for i, f := range t.Failures { // a model of several failure kinds
+				if f == aem.NotInLayout {
+					continue
+				}
+				add("D: a replica " + failsBy[f])
+				// A pause before a write that reaches only a minority stops the replica for good,
+				// where a crash stops it for the write and kills it at the end.
+				if f == aem.FailPause && t.Writes[i] < t.WriteCount() && kind == "D: a write reaches only a minority" {
+					add("D: a replica pauses before a write that reaches only a minority")
 				}
 			}
 		case aem.Convergence:
@@ -58,12 +61,8 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 				add("C: replicas restore a quorum (a new leader)")
 			}
 			for _, i := range t.Group {
-				switch {
-				case s.Crashed == nil:
-				case s.Crashed[i]:
-					add("C: a crashed replica restarts")
-				default:
-					add("C: a cut-off replica is healed")
+				if f := s.FailedAs(i); f != aem.NotInLayout {
+					add("C: a " + recoversBy[f])
 				}
 			}
 		}
@@ -108,12 +107,23 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 		add("C: a replica comes back, links change")
 	}
 	for _, i := range t.Group {
-		if s.Crashed != nil && s.Crashed[i] && t.Resync == aem.Online {
+		if s.Crashed(i) && t.Resync == aem.Online {
 			add("C: a crashed replica restarts")
 		}
 	}
 	return kinds
 }
+
+// failsBy and recoversBy name what each failure kind does to a replica of a model of several.
+var (
+	failsBy = map[aem.Failure]string{
+		aem.FailCrash: "crashes", aem.FailPowerLoss: "loses power", aem.FailPartition: "is cut off", aem.FailPause: "pauses",
+	}
+	recoversBy = map[aem.Failure]string{
+		aem.FailCrash: "crashed replica restarts", aem.FailPowerLoss: "replica that lost power restarts",
+		aem.FailPartition: "cut-off replica is healed", aem.FailPause: "paused replica goes on",
+	}
+)
 
 // Plan is a small set of schedules that together take every kind of transition the model uses.
 type Plan struct {

@@ -157,9 +157,9 @@ func Run(t *testing.T, cfg Config) {
 	if d.Model.Rules().Quorum() {
 		t.Run("lost write", func(t *testing.T) { s.lostWrite(t, plan) })
 	}
-	// A partition DRM's servers stay up through its divergences: nothing is all on disk to
-	// save, and the executor shares no prefix of it.
-	if s.info.Capabilities.Restore && !d.Partition {
+	// A DRM whose failures all leave servers up (partitions, pauses) has no state all on disk
+	// to save, and the executor shares no prefix of it.
+	if s.info.Capabilities.Restore && !d.Partition && (!d.Model.Rules().Quorum() || slices.ContainsFunc(d.Kinds(), aem.Failure.Down)) {
 		t.Run("restore", func(t *testing.T) { s.restore(t, plan) })
 	}
 	if partitions {
@@ -191,14 +191,29 @@ func defaultParams(d drms.DRM, p aem.Params) aem.Params {
 	return p
 }
 
-// lookup finds the DRM named name: one the plugin declares, else the catalogue's.
+// lookup finds the DRM named name: one the plugin declares, else the catalogue's, composed
+// with the failure kinds the name adds (drms.Compose).
 func (s *suite) lookup(name string) (drms.DRM, error) {
+	base, added, err := drms.SplitName(name)
+	if err != nil {
+		return drms.DRM{}, err
+	}
 	for _, spec := range s.info.Capabilities.Declared {
-		if strings.EqualFold(spec.Name, name) {
-			return spec.DRM(s.info.Name)
+		if strings.EqualFold(spec.Name, base) {
+			d, err := spec.DRM(s.info.Name)
+			if err != nil {
+				return d, err
+			}
+			return drms.Compose(d, added)
 		}
 	}
 	return drms.Lookup(name)
+}
+
+// base is the name of the suite's DRM without the failure kinds it adds.
+func (s *suite) base() string {
+	base, _, _ := drms.SplitName(s.drm.Name)
+	return base
 }
 
 // checkInfo asks the plugin what it is; checkDRM checks that against the suite's DRM.
@@ -219,8 +234,8 @@ func (s *suite) checkDRM(t *testing.T) {
 	switch {
 	case info.Name != s.drm.Plugin:
 		t.Fatalf("info: plugin %q, but the catalogue says the %s plugin realises %s", info.Name, s.drm.Plugin, s.drm.Name)
-	case !slices.Contains(info.Capabilities.DRMs, s.drm.Name):
-		t.Fatalf("info: the plugin lists DRMs %v, not %s", info.Capabilities.DRMs, s.drm.Name)
+	case !slices.Contains(info.Capabilities.DRMs, s.base()):
+		t.Fatalf("info: the plugin lists DRMs %v, not %s", info.Capabilities.DRMs, s.base())
 	case info.Capabilities.PortsPerReplica < 1:
 		t.Fatalf("info: %d ports per replica", info.Capabilities.PortsPerReplica)
 	case info.ServerVersion == "" || info.Version == "":
@@ -366,7 +381,7 @@ func cutOff(rules aem.Rules, prev, next *aem.State, t *aem.Transition, before []
 	for a := range cut {
 		switch {
 		case rules != aem.LinkRules:
-			cut[a] = !next.On[a] && (next.Crashed == nil || !next.Crashed[a])
+			cut[a] = !next.On[a] && (next.Failed == nil || next.FailedAs(a) == aem.FailPartition)
 		case t.Kind == aem.Divergence:
 			cut[a] = cut[a] || prev.Src[a] != aem.NoSource && next.Src[a] == aem.NoSource
 		default:
@@ -397,7 +412,7 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 		_, next, _ := aem.Take(s.drm.Model, s.params, &state, &steps[i])
 		cut = cutOff(s.drm.Model.Rules(), &state, &next, &steps[i], cut)
 		state = next
-		crashed := func(a int) bool { return state.Crashed != nil && state.Crashed[a] && !state.On[a] }
+		crashed := state.Crashed
 		seen := map[int]map[string]string{}
 		for _, o := range rep.Observations {
 			seen[o.Replica] = o.Fields

@@ -191,6 +191,7 @@ type Capabilities struct {
 	Restore         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
 	Declared        []*DRMSpec             `protobuf:"bytes,4,rep,name=declared,proto3" json:"declared,omitempty"`
 	Network         string                 `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
+	Failures        []string               `protobuf:"bytes,6,rep,name=failures,proto3" json:"failures,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -258,6 +259,13 @@ func (x *Capabilities) GetNetwork() string {
 		return x.Network
 	}
 	return ""
+}
+
+func (x *Capabilities) GetFailures() []string {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
 }
 
 // A DRM of the plugin's own (cem.DRMSpec).
@@ -1626,13 +1634,14 @@ const file_cem_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12<\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\xb3\x01\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\xcf\x01\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
 	"\arestore\x18\x03 \x01(\bR\arestore\x12/\n" +
 	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\x12\x18\n" +
-	"\anetwork\x18\x05 \x01(\tR\anetwork\"\xaa\x02\n" +
+	"\anetwork\x18\x05 \x01(\tR\anetwork\x12\x1a\n" +
+	"\bfailures\x18\x06 \x03(\tR\bfailures\"\xaa\x02\n" +
 	"\aDRMSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +

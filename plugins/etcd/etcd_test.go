@@ -46,3 +46,14 @@ func TestConformancePowerLoss(t *testing.T) {
 		Binary: plugintest.Build(t, "."),
 	})
 }
+
+// TestConformancePause runs the suite on Q/C/E+pause, each failing member crashed or paused
+// (SIGSTOP until the convergence that brings it back): a paused leader goes on in its old term
+// after the others elected another.
+func TestConformancePause(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qce+pause",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}

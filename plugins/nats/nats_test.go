@@ -41,6 +41,19 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformancePause runs the suite on Q/C/N+pause, each failing server crashed or paused
+// (SIGSTOP until the convergence that brings it back), on 2.12.2 as the partition suite.
+func TestConformancePause(t *testing.T) {
+	server := plugintest.CachedServer(t, filepath.Join("nats-server", "2.12.2", "nats-server"))
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qcn+pause",
+		New:          func() cem.CEM { return kit.New(about, &system{}) },
+		Binary:       plugintest.Build(t, "."),
+		PluginConfig: []byte(fmt.Sprintf("server = %q\n", server)),
+		StepTimeout:  2 * time.Minute, // elections after a paused leader goes on, as after a heal
+	})
+}
+
 // TestConformancePartition runs the suite on Q/N/N, every crash a partition, and on Q/CN/N,
 // each failing server crashed or cut off: every server in a network namespace of its own, on
 // nats-server's own ports. On 2.12.2 (scripts/setup builds it): Debian's 2.9.10, partitioned,

@@ -140,3 +140,10 @@ func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (
 	}
 	return true, "", nil
 }
+
+// DetectionTime is how long a server takes to notice a peer that stopped answering: a leader
+// drops a follower silent for syncLimit ticks, and a follower gives up on a leader silent as
+// long (its socket's read timeout); twice that, for the election that follows to begin.
+func (s *system) DetectionTime(*kit.Cluster) time.Duration {
+	return 2 * time.Duration(s.cfg.SyncLimit*s.cfg.TickTimeMS) * time.Millisecond
+}

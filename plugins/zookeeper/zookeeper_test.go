@@ -137,6 +137,12 @@ func TestPartitions(t *testing.T) {
 	}
 }
 
+// TestConformancePause runs the suite on Q/C/Z+pause, each failing server crashed or paused
+// (SIGSTOP until the convergence that brings it back, its JVM keeping what it held).
+func TestConformancePause(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{DRM: "qcz+pause", New: func() cem.CEM { return kit.New(about, &system{}) }, Binary: plugintest.Build(t, ".")})
+}
+
 // TestVersion: the version read from zookeeper.jar is the one the running server reports.
 func TestVersion(t *testing.T) {
 	plugintest.Servers(t)

@@ -8,6 +8,11 @@
 //	go run ./scripts/quorumbench -ops 2 -workers 2
 //	go run ./scripts/quorumbench -drms qcz,qnz,qce,qne -ops 2        # a partition step against a crash step
 //	go run ./scripts/quorumbench -drms slr,snr -ops 1                # Redis: a link failure as a partition against REPLICAOF NO ONE
+//	go run ./scripts/quorumbench -drms qcz+pause,qce+pause -ops 1    # a pause step against a crash step, in the same campaign
+//
+// For a DRM whose divergences name failure kinds, it prints too, per kind, the median
+// divergence step whose every failure is of that kind and the median convergence step whose
+// every replica comes back from it, with their ratios to the crash's.
 package main
 
 import (
@@ -58,7 +63,13 @@ type measure struct {
 	median, p90          time.Duration
 	divergence, converge time.Duration // median step of each kind
 	verdicts             map[string]int
+	// byKind are the steps that fail, or bring back, replicas of one failure kind only.
+	byKind map[aem.Failure]*kindSteps
 }
+
+// kindSteps are the steps of one failure kind: divergences whose every failure is of it, and
+// convergences whose every replica failed by it.
+type kindSteps struct{ div, conv []time.Duration }
 
 func bench(o options) error {
 	if err := os.MkdirAll(o.work, 0o755); err != nil {
@@ -78,7 +89,74 @@ func bench(o options) error {
 		fmt.Fprintf(w, "%s\t%d\t%v\t%v\t%v\t%v\t%.2f\t%v\t\n", m.drm, m.schedules, m.median.Round(time.Millisecond), m.p90.Round(time.Millisecond),
 			m.divergence.Round(time.Millisecond), m.converge.Round(time.Millisecond), m.median.Seconds()/ms[0].median.Seconds(), m.verdicts)
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if len(m.byKind) == 0 {
+			continue
+		}
+		crash := m.byKind[aem.FailCrash]
+		ratio := func(d time.Duration, of []time.Duration) string {
+			if crash == nil || len(of) == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", d.Seconds()/results.Percentile(of, 0.5).Seconds())
+		}
+		fmt.Fprintf(w, "\n%s, by failure kind\tdivergence steps\tmedian\tratio to crash\tconvergence steps\tmedian\tratio to crash\t\n", m.drm)
+		for _, f := range aem.Kinds {
+			k := m.byKind[f]
+			if k == nil {
+				continue
+			}
+			d, c := results.Percentile(k.div, 0.5), results.Percentile(k.conv, 0.5)
+			var cd, cc []time.Duration
+			if crash != nil {
+				cd, cc = crash.div, crash.conv
+			}
+			fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%d\t%v\t%s\t\n", f, len(k.div), d.Round(time.Millisecond), ratio(d, cd), len(k.conv), c.Round(time.Millisecond), ratio(c, cc))
+		}
+	}
 	return w.Flush()
+}
+
+// stepKinds says, for each step of a schedule of a model whose divergences name failure
+// kinds, the one kind of every replica it fails or brings back, or NotInLayout where they are
+// several (or none).
+func stepKinds(steps []aem.Transition, replicas int) []aem.Failure {
+	failed := make([]aem.Failure, replicas)
+	out := make([]aem.Failure, len(steps))
+	one := func(of []aem.Failure) aem.Failure {
+		k := aem.NotInLayout
+		for _, f := range of {
+			switch {
+			case f == aem.NotInLayout:
+			case k == aem.NotInLayout:
+				k = f
+			case k != f:
+				return aem.NotInLayout
+			}
+		}
+		return k
+	}
+	for i, t := range steps {
+		if t.Kind == aem.Divergence {
+			out[i] = one(t.Failures)
+			for r, f := range t.Failures {
+				if f != aem.NotInLayout {
+					failed[r] = f
+				}
+			}
+			continue
+		}
+		var back []aem.Failure
+		for _, r := range t.Group {
+			back = append(back, failed[r])
+			failed[r] = aem.NotInLayout
+		}
+		out[i] = one(back)
+	}
+	return out
 }
 
 // campaign generates and runs drm's campaign, and measures it from its records.
@@ -98,7 +176,8 @@ func campaign(o options, drm string) (measure, error) {
 		"--base-port", strconv.Itoa(o.basePort), "--share-prefixes=false", "--step-timeout", o.stepTimeout)
 	run.Stderr = os.Stderr
 	var exit *exec.ExitError
-	if err := run.Run(); err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) { // 1: some schedules failed
+	// 1: some schedules failed; 3: some were incomplete. Both are verdicts the table counts.
+	if err := run.Run(); err != nil && !(errors.As(err, &exit) && (exit.ExitCode() == 1 || exit.ExitCode() == 3)) {
 		return m, fmt.Errorf("run: %w", err)
 	}
 	records, err := results.ReadRecords(filepath.Join(resultsDir, name, results.RecordsFile))
@@ -110,15 +189,35 @@ func campaign(o options, drm string) (measure, error) {
 		return m, err
 	}
 	var per, div, conv []time.Duration
+	m.byKind = map[aem.Failure]*kindSteps{}
 	for _, r := range records {
 		m.verdicts[string(r.Verdict)]++
 		per = append(per, r.End.Sub(r.Start))
+		st := steps[r.ID]
+		var kinds []aem.Failure
+		if len(st) > 0 && st[0].Failures != nil {
+			kinds = stepKinds(st, o.replicas)
+		}
 		for i, ms := range r.StepsMS {
 			d := time.Duration(ms * float64(time.Millisecond))
-			if st := steps[r.ID]; i < len(st) && st[i].Kind == aem.Divergence {
+			isDiv := i < len(st) && st[i].Kind == aem.Divergence
+			if isDiv {
 				div = append(div, d)
 			} else {
 				conv = append(conv, d)
+			}
+			if i >= len(kinds) || kinds[i] == aem.NotInLayout {
+				continue
+			}
+			k := m.byKind[kinds[i]]
+			if k == nil {
+				k = &kindSteps{}
+				m.byKind[kinds[i]] = k
+			}
+			if isDiv {
+				k.div = append(k.div, d)
+			} else {
+				k.conv = append(k.conv, d)
 			}
 		}
 	}

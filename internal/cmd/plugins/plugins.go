@@ -31,7 +31,12 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 		Short: "List the plugins modulo finds, their versions and the DRMs they realise",
 		Long: `List the DRM plugins that modulo finds (modulo-plugin-* binaries, in --plugin-dir, next
 to modulo, then on $PATH; the first of each name is the one that runs), each with its version,
-the version of the server it drives (with its default configuration) and the DRMs it realises.
+the version of the server it drives (with its default configuration), the DRMs it realises and
+the failure kinds it can give them here (crash, power-loss, partition, pause; a kind this host
+cannot give is listed after the table with why).
+
+A quorum DRM's failures take more kinds when its name adds them: qcz+pause is Q/C/Z with each
+failing replica crashed or paused, qne+crash etc. ('modulo gen --drm qcz+pause', docs/aem.md).
 
 A plugin may declare DRMs of its own, for a system the built-in catalogue does not hold: they
 work with gen, show, run, replay, shrink and report as the built-in ones do. Two plugins that
@@ -65,17 +70,32 @@ func Run(opts *Options) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(opts.Out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLUGIN\tVERSION\tSERVER\tDRMS\tPATH")
+	fmt.Fprintln(tw, "PLUGIN\tVERSION\tSERVER\tDRMS\tFAILURES\tPATH")
+	var cannot []string
 	for _, f := range found {
 		if f.Err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t(see problems)\t%s\n", strings.TrimPrefix(filepath.Base(f.Path), cem.PluginPrefix), f.Path)
+			fmt.Fprintf(tw, "%s\t-\t-\t(see problems)\t-\t%s\n", strings.TrimPrefix(filepath.Base(f.Path), cem.PluginPrefix), f.Path)
 			continue
 		}
+		var kinds []string
+		for _, k := range f.Info.Capabilities.Failures {
+			if name, why, no := strings.Cut(k, ": "); no {
+				cannot = append(cannot, fmt.Sprintf("  %s: no %s here: %s", f.Info.Name, name, why))
+			} else {
+				kinds = append(kinds, name)
+			}
+		}
+		if len(kinds) == 0 {
+			kinds = []string{"-"}
+		}
 		server := f.Info.ServerVersion
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Info.Name, f.Info.Version, server, strings.Join(f.Info.Capabilities.DRMs, ", "), f.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Info.Name, f.Info.Version, server, strings.Join(f.Info.Capabilities.DRMs, ", "), strings.Join(kinds, ", "), f.Path)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(cannot) > 0 {
+		fmt.Fprintf(opts.Out, "\nfailure kinds this host cannot give:\n%s\n", strings.Join(cannot, "\n"))
 	}
 	declared, err := c.Declared()
 	if len(declared) > 0 {

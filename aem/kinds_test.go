@@ -1,0 +1,161 @@
+package aem
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestKindSetCounts pins the counts of the quorum model over sets of failure kinds
+// (docs/aem.md): what matters is how many kinds there are, since a run of alike replicas
+// counts only how many take each. Two kinds count as crash-partition does.
+func TestKindSetCounts(t *testing.T) {
+	sizes := []Params{{Ops: 1, Replicas: 3}, {Ops: 2, Replicas: 3}, {Ops: 3, Replicas: 3}, {Ops: 1, Replicas: 5}, {Ops: 2, Replicas: 5}}
+	for _, tt := range []struct {
+		kinds []Failure
+		want  []uint64 // at sizes
+	}{
+		{[]Failure{FailCrash}, []uint64{6, 80, 1035, 22, 1091}},
+		{[]Failure{FailPause}, []uint64{6, 80, 1035, 22, 1091}},
+		{[]Failure{FailCrash, FailPause}, []uint64{40, 2440, 148504, 340, 184760}},
+		{[]Failure{FailCrash, FailPowerLoss}, []uint64{40, 2440, 148504, 340, 184760}},
+		{[]Failure{FailPowerLoss, FailPause}, []uint64{40, 2440, 148504, 340, 184760}},
+		{[]Failure{FailCrash, FailPartition, FailPause}, []uint64{126, 21366, 3623265, 1932, 5176647}},
+		{[]Failure{FailCrash, FailPowerLoss, FailPause}, []uint64{126, 21366, 3623265, 1932, 5176647}},
+		{[]Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}, []uint64{288, 104576, 37983648, 6960, 62029392}},
+	} {
+		m, err := NewQuorumOf("Q/X/Z", tt.kinds...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, p := range sizes {
+			t.Run(fmt.Sprintf("%v/ops=%d/n=%d", tt.kinds, p.Ops, p.Replicas), func(t *testing.T) {
+				g, err := NewGraph(m, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := g.Count(); err != nil || got != tt.want[k] {
+					t.Errorf("Count() = %d, %v; want %d", got, err, tt.want[k])
+				}
+			})
+		}
+	}
+}
+
+// TestKindSetHoldsQuorum: of the schedules of a set of kinds, those whose divergences fail
+// every replica with the same kind are, kinds left out, exactly Q/C/Z's, for each kind.
+func TestKindSetHoldsQuorum(t *testing.T) {
+	kinds := []Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}
+	m, err := NewQuorumOf("Q/X/Z", kinds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Params{{Ops: 1, Replicas: 3}, {Ops: 2, Replicas: 3}, {Ops: 1, Replicas: 5}} {
+		q := &bodies{keep: func([]Transition) bool { return true }, strip: Transition.String}
+		g, err := NewGraph(QCZ, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Walk(q); err != nil {
+			t.Fatal(err)
+		}
+		for _, only := range kinds {
+			t.Run(fmt.Sprintf("ops=%d/n=%d/%s", p.Ops, p.Replicas, only), func(t *testing.T) {
+				alike := &bodies{
+					keep: func(path []Transition) bool {
+						for _, tr := range path {
+							if slices.ContainsFunc(tr.Failures, func(f Failure) bool { return f != only && f != NotInLayout }) {
+								return false
+							}
+						}
+						return true
+					},
+					strip: func(tr Transition) string { tr.Failures = nil; return tr.String() },
+				}
+				g, err := NewGraph(m, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Walk(alike); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(alike.got, q.got) {
+					t.Errorf("%d schedules that fail alike, Q/C/Z has %d", len(alike.got), len(q.got))
+				}
+			})
+		}
+	}
+}
+
+// TestKindSetSteps: a divergence gives a run of alike replicas every count of each kind, in
+// the kinds' order; a convergence tells apart offline replicas of one version that failed
+// differently, and a paused replica is not down.
+func TestKindSetSteps(t *testing.T) {
+	m, err := NewQuorumOf("Q/CS/Z", FailPause, FailCrash) // put in Kinds' order: crash, pause
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Kinds(); !slices.Equal(got, []Failure{FailCrash, FailPause}) {
+		t.Errorf("Kinds() = %v, want crash, pause", got)
+	}
+	p := Params{Ops: 1, Replicas: 3}
+	s := m.Init(p)
+	var ds []string
+	for _, tr := range m.Next(p, &s, nil) {
+		if slices.Equal(tr.Writes, []int{0, 0, 1}) {
+			ds = append(ds, tr.String())
+		}
+	}
+	// Replicas 0 and 1 (no write) are one run, 2 (the write) another; the first run's counts vary
+	// slowest, crashes before pauses within a run.
+	want := []string{"D[0,0,1](s,s,s)", "D[0,0,1](s,s,c)", "D[0,0,1](c,s,s)", "D[0,0,1](c,s,c)", "D[0,0,1](c,c,s)", "D[0,0,1](c,c,c)"}
+	if !slices.Equal(ds, want) {
+		t.Errorf("divergences %v, want %v", ds, want)
+	}
+	d, err := ParseTransition("D[0,0,1](c,s,s)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = m.Apply(p, &s, &d)
+	if !s.Crashed(0) || s.Crashed(1) || s.FailedAs(1) != FailPause || AllDown(m, &s) {
+		t.Errorf("after %s: %+v, crashed %v %v, all down %v", &d, s, s.Crashed(0), s.Crashed(1), AllDown(m, &s))
+	}
+	if got := s.String(); !strings.Contains(got, "online=[x s s]") {
+		t.Errorf("state %s, want online=[x s s]", got)
+	}
+	var cs []string
+	for _, tr := range m.Next(p, &s, nil) {
+		cs = append(cs, tr.String())
+	}
+	// 0 (crashed) and 1 (paused) are both at version 0, yet not alike: every pair comes back.
+	if want := []string{"C[0,1]", "C[0,2]", "C[1,2]", "C[0,1,2]"}; !slices.Equal(cs, want) {
+		t.Errorf("convergences %v, want %v", cs, want)
+	}
+}
+
+func TestParseFailure(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want Failure
+		err  string
+	}{
+		{"crash", FailCrash, ""}, {"c", FailCrash, ""}, {"power-loss", FailPowerLoss, ""}, {"l", FailPowerLoss, ""},
+		{"partition", FailPartition, ""}, {"p", FailPartition, ""}, {"pause", FailPause, ""}, {"s", FailPause, ""},
+		{"none", 0, `unknown failure kind "none"`}, {"x", 0, "crash (c), power-loss (l), partition (p), pause (s)"}, {"", 0, "unknown"},
+	} {
+		got, err := ParseFailure(tt.in)
+		switch {
+		case tt.err == "" && (err != nil || got != tt.want):
+			t.Errorf("ParseFailure(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("ParseFailure(%q) error %v, want one saying %q", tt.in, err, tt.err)
+		}
+	}
+	if _, err := NewQuorumOf("Q/X/Z", FailCrash, FailCrash); err == nil {
+		t.Error("NewQuorumOf with a kind twice: no error")
+	}
+	if _, err := NewQuorumOf("Q/X/Z", FailNone); err == nil {
+		t.Error("NewQuorumOf(none): no error")
+	}
+}
