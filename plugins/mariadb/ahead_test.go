@@ -18,9 +18,7 @@ import (
 // GTID; replica 1's server serves it from 0-1-1 ("Start binlog_dump ... gtid('0-1-1')"), no
 // refusal is recorded, and the replicas differ on k1.1 alone, held by replica 0 only.
 func TestReplicaAhead(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts MariaDB servers")
-	}
+	plugintest.Servers(t)
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "replica-ahead.txt"), "mdl", plugintest.Params{Ops: 1, Replicas: 2})
 	p := kit.New(about, &system{})
 	spec, reports := plugintest.ReplayKept(t, p, nil, "mdl", plugintest.Params{Ops: 1, Replicas: 2}, id, steps)

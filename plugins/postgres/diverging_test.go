@@ -19,9 +19,7 @@ import (
 // at step 6 pg_rewind says "no rewind required" for replica 1 onto replica 2, and replica 1
 // keeps the write k4.1 that replica 2 never had: the replicas must differ on it alone.
 func TestDivergingTimelines(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL servers")
-	}
+	plugintest.Servers(t)
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "diverging-timelines.txt"), "pgl", aem.Params{Ops: 2, Replicas: 3})
 	p := kit.New(about, &system{})
 	_, reports := plugintest.ReplayKept(t, p, nil, "pgl", aem.Params{Ops: 2, Replicas: 3}, id, steps)
