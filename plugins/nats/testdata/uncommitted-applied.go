@@ -3,6 +3,8 @@
 //
 //	go run plugins/nats/testdata/uncommitted-applied.go [nats-server]
 //
+// Server i listens on BASE_PORT+10i (client), +1 (route) and +2 (monitoring); BASE_PORT
+// defaults to 24200.
 // 1. Start three servers (JetStream, routes between them) and create stream R3 with 3 replicas.
 // 2. SIGSTOP the stream leader's two followers; publish w1 to the leader (no answer comes);
 // once w1 is in the leader's Raft log, SIGKILL all three.
@@ -12,7 +14,9 @@
 // 5. Read sequence 1 through each server in turn as the stream's leader (a leader stepdown
 // until it leads): the old leader serves w1, which was never acknowledged, the others w2.
 //
-// It prints what each server serves and ends with DIVERGED, or CONVERGED for a fixed server.
+// It prints what each server serves and ends with DIVERGED (exit status 1), or CONVERGED for a
+// fixed server (0); 2 when the reproduction itself failed. Every server is killed on exit; its
+// directory and log stay, in a directory of $TMPDIR it names.
 package main
 
 import (
@@ -31,7 +35,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-const base = 24200 // server i listens on base+10i (client), +1 (route), +2 (monitoring)
+var base = 24200 // BASE_PORT
 
 type server struct {
 	name, dir string
@@ -106,6 +110,7 @@ func (s *server) jsz() (leader string, state string, current map[string]bool) {
 	return "", "", nil
 }
 
+// check ends the reproduction with status 2 on err; the servers die with it (Pdeathsig).
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "repro:", err)
@@ -156,6 +161,16 @@ func main() {
 	if len(os.Args) > 1 {
 		binary = os.Args[1]
 	}
+	if p := os.Getenv("BASE_PORT"); p != "" {
+		var err error
+		base, err = strconv.Atoi(p)
+		check(err)
+	}
+	os.Exit(run())
+}
+
+// run reproduces the failure and returns the exit status: 1 diverged, 0 converged.
+func run() int {
 	dir, err := os.MkdirTemp("", "nats-uncommitted-")
 	check(err)
 	fmt.Println("servers' directories and logs:", dir)
@@ -280,7 +295,8 @@ func main() {
 	if served[leader.name] != served[followers[0].name] {
 		fmt.Printf("DIVERGED: %s serves %s as sequence 1, %s and %s serve %s\n", leader.name, served[leader.name],
 			followers[0].name, followers[1].name, served[followers[0].name])
-		return
+		return 1
 	}
 	fmt.Println("CONVERGED: every server serves", served[leader.name], "as sequence 1")
+	return 0
 }
