@@ -66,6 +66,7 @@ func TestReleases(t *testing.T) {
 // built from source since 3.7: at step 4 replica 2, whose log's one transaction is the
 // uncommitted k1.1, is told to truncate it (TRUNC), keeps k1.1 and holds it alone at the end.
 func TestTruncKeepsFirst(t *testing.T) {
+	plugintest.Servers(t)
 	params := plugintest.Params{Ops: 2, Replicas: 3}
 	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "trunc-keeps-first.txt"), "qcz", params)
 	for _, v := range []string{"3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
