@@ -17,6 +17,7 @@ import (
 // client with no modulo: each exits 1 when it shows its failure, and prints the line that
 // names it.
 func TestByHand(t *testing.T) {
+	plugintest.Servers(t)
 	for _, tt := range []struct {
 		script string
 		want   []string
@@ -27,7 +28,6 @@ func TestByHand(t *testing.T) {
 		{"copy-serves-nothing.sh", []string{"Slave_IO_Running: Yes", "DIVERGED: c, in sync with b by MariaDB's word, lacks k1.1"}},
 	} {
 		t.Run(tt.script, func(t *testing.T) {
-			plugintest.Servers(t)
 			cmd := exec.CommandContext(t.Context(), "bash", filepath.Join("testdata", tt.script))
 			cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(plugintest.FreePorts(t, 3)), "TMPDIR="+t.TempDir())
 			// The script's servers run in its process group: a test that ends first takes them all.

@@ -18,6 +18,7 @@ import (
 // TestByHand runs the hand reproductions of testdata, PostgreSQL's own programs and no modulo:
 // each exits 1 when it shows its failure, and prints the line that names it.
 func TestByHand(t *testing.T) {
+	plugintest.Servers(t)
 	for _, tt := range []struct {
 		script string
 		want   []string
@@ -47,7 +48,6 @@ func TestByHand(t *testing.T) {
 // its output and exit status. A server the script left running is shut down and fails t.
 func runByHand(t *testing.T, script string) (string, int) {
 	t.Helper()
-	plugintest.Servers(t)
 	base := plugintest.FreePorts(t, 3)
 	path, err := filepath.Abs(filepath.Join("testdata", script))
 	if err != nil {

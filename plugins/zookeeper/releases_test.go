@@ -104,6 +104,7 @@ func TestTruncKeepsFirst(t *testing.T) {
 // leader's first epoch's 0x100000000, as the restarts' timing has it) keeps the uncommitted /k1.1
 // and serves it.
 func TestTruncKeepsFirstByHand(t *testing.T) {
+	plugintest.Servers(t)
 	for _, v := range []string{"debian", "3.7.0", "3.8.0", "3.8.6", "3.9.5"} {
 		t.Run(v, func(t *testing.T) {
 			dir := "/usr/share/java"
