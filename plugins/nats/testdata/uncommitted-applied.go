@@ -67,9 +67,28 @@ func (s *server) start(all []*server) {
 
 func (s *server) signal(sig syscall.Signal) {
 	check(syscall.Kill(s.cmd.Process.Pid, sig))
-	if sig == syscall.SIGKILL {
+	switch sig {
+	case syscall.SIGKILL:
 		s.cmd.Wait()
+	case syscall.SIGSTOP:
+		// A thread stops when it next enters the kernel: until every one has, a follower may
+		// still log the write it must miss.
+		await(s.name+" stopped", s.stopped)
 	}
+}
+
+// stopped tells whether every thread of s is stopped, by the state in its /proc stat line (the
+// field after the command's closing parenthesis).
+func (s *server) stopped() bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", s.cmd.Process.Pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return len(tasks) > 0
 }
 
 // jsz is what the server says of the stream in its own store.
@@ -242,6 +261,9 @@ func run() int {
 	ack, err := js.Publish("r3.w2", []byte("w2"), nats.MsgId("w2"))
 	check(err)
 	nc.Close()
+	if ack.Sequence != 1 {
+		check(fmt.Errorf("w2 was acknowledged as sequence %d: w1 reached a follower, and the write meant for the leader alone committed", ack.Sequence))
+	}
 	fmt.Printf("3. %s and %s restarted; w2 acknowledged as sequence %d\n", followers[0].name, followers[1].name, ack.Sequence)
 
 	// 4. The old leader rejoins.
