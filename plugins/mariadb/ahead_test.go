@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
@@ -52,6 +53,41 @@ func TestReplicaAhead(t *testing.T) {
 	d := oracle.Compare(snap)
 	if d.Converged() || len(d.Keys) != 1 || d.Keys[0].Key != "k1.1" || snap.Replicas[1].Data["k1.1"] != "" {
 		t.Fatalf("at the end: %s; want replica 0 alone to hold k1.1 (MariaDB's replica ahead of its primary)", d.Line())
+	}
+	t.Logf("after %s: %s", schedules.Body(steps), d.Line())
+}
+
+// TestCopyServesNothing replays the schedule of testdata/copy-serves-nothing.txt on real
+// servers: replica 1, copied afresh from replica 0 at step 2 (its gtid_slave_pos 0-1-1, its
+// binlog empty), serves replica 2, which never had write k1.1, from that empty binlog; no
+// refusal is recorded, and replica 2 alone lacks k1.1 at the end.
+func TestCopyServesNothing(t *testing.T) {
+	plugintest.Servers(t)
+	params := plugintest.Params{Ops: 1, Replicas: 3}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "copy-serves-nothing.txt"), "mdl", params)
+	p := kit.New(about, &system{})
+	_, reports := plugintest.ReplayKept(t, p, nil, "mdl", params, id, steps)
+	for i, rep := range reports {
+		for _, a := range rep.Actions {
+			if strings.Contains(a.What, "refused") {
+				t.Errorf("step %d: %s; MariaDB accepts this link", i+1, a.What)
+			}
+		}
+	}
+	for _, o := range reports[3].Observations {
+		if o.Replica == 1 && (o.Fields[cem.ObservePosition] != "" || o.Fields["slave_pos"] != "0-1-1") {
+			t.Errorf("after step 4 replica 1's binlog is at %q and its gtid_slave_pos %q, want an empty binlog and 0-1-1",
+				o.Fields[cem.ObservePosition], o.Fields["slave_pos"])
+		}
+	}
+	snap, err := p.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := oracle.Compare(snap)
+	rs := snap.Replicas
+	if d.Converged() || len(d.Keys) != 1 || d.Keys[0].Key != "k1.1" || rs[0].Data["k1.1"] == "" || rs[1].Data["k1.1"] == "" || rs[2].Data["k1.1"] != "" {
+		t.Fatalf("at the end: %s; want replica 2 alone to lack k1.1 (MariaDB's copy that serves nothing)", d.Line())
 	}
 	t.Logf("after %s: %s", schedules.Body(steps), d.Line())
 }

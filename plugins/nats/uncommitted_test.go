@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,4 +89,23 @@ func lastRole(reports []cem.StepReport, a int) string {
 		}
 	}
 	return role
+}
+
+// TestUncommittedAppliedByHand builds and runs testdata/uncommitted-applied.go, the same failure
+// by hand with three nats-server processes and nats.go, no modulo: it exits 1 and says that the
+// old leader serves w1, which never committed, as sequence 1 where the others serve w2.
+func TestUncommittedAppliedByHand(t *testing.T) {
+	plugintest.Servers(t)
+	bin := plugintest.Build(t, "./testdata/uncommitted-applied.go")
+	cmd := exec.CommandContext(t.Context(), bin, "nats-server")
+	cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(plugintest.FreePorts(t, 30)), "TMPDIR="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("the reproduction ended with %v, want exit status 1 (diverged)", err)
+	}
+	if !regexp.MustCompile(`DIVERGED: n\d serves w1 as sequence 1, n\d and n\d serve w2`).Match(out) {
+		t.Error("no line \"DIVERGED: <old leader> serves w1 as sequence 1, <the others> serve w2\" in its output")
+	}
+	t.Logf("uncommitted-applied.go\n%s", out)
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -50,4 +52,62 @@ func TestDivergingTimelines(t *testing.T) {
 		t.Fatalf("at the end: %s; want the replicas to differ on k4.1 alone (PostgreSQL's diverging timelines)", d.Line())
 	}
 	t.Logf("after %s: %s; replica 1's rewind at step 6: %s", schedules.Body(steps), d.Line(), rewind)
+}
+
+// TestInvertedHistory replays the schedule of testdata/inverted-history.txt on real servers:
+// replica 2, promoted at step 3 onto a timeline whose WAL it never had, writes a timeline 3
+// history whose switch points go backwards; pg_rewind onto it fails, and at step 4 replica 0,
+// rewound onto a copy of it, exits at its start ("requested timeline 3 is not a child of this
+// server's history").
+func TestInvertedHistory(t *testing.T) {
+	plugintest.Servers(t)
+	params := aem.Params{Ops: 1, Replicas: 3}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "inverted-history.txt"), "pgl", params)
+	p := kit.New(about, &system{})
+	last := len(steps) - 1
+	spec, reports := plugintest.ReplayKept(t, p, nil, "pgl", params, id, steps[:last])
+	rewind := ""
+	for _, a := range reports[2].Actions {
+		if strings.Contains(a.What, "pg_rewind failed") {
+			rewind = a.What
+		}
+	}
+	if !strings.Contains(rewind, "could not find previous WAL record") {
+		t.Errorf("at step 3 pg_rewind onto replica 2 did not fail with \"could not find previous WAL record\": %v", reports[2].Actions)
+	}
+	history, err := os.ReadFile(filepath.Join(spec.Dir, "postgres-2", "data", "pg_wal", "00000003.history"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !inverted(string(history)) {
+		t.Errorf("replica 2's timeline 3 history has increasing switch points:\n%s", history)
+	}
+	_, err = p.Apply(context.Background(), cem.Step{Index: last, Transition: steps[last].String()})
+	if err == nil || !strings.Contains(err.Error(), "requested timeline 3 is not a child of this server's history") {
+		t.Fatalf("step %d %s: %v; want replica 0 to exit with \"requested timeline 3 is not a child of this server's history\"", last+1, steps[last], err)
+	}
+	t.Logf("after %s, replica 2's timeline 3 history:\n%s", schedules.Body(steps[:last]), history)
+}
+
+// inverted tells whether a timeline history file has a switch point below an earlier one.
+func inverted(history string) bool {
+	prev := uint64(0)
+	for _, line := range strings.Split(history, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		hi, lo, ok := strings.Cut(fields[1], "/")
+		h, err1 := strconv.ParseUint(hi, 16, 32)
+		l, err2 := strconv.ParseUint(lo, 16, 32)
+		if !ok || err1 != nil || err2 != nil {
+			continue
+		}
+		lsn := h<<32 | l
+		if lsn < prev {
+			return true
+		}
+		prev = lsn
+	}
+	return false
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/schedules"
 )
 
 // TestPowerLoss runs Q/P/Z's whole campaign at ops 2, every crash a power loss: with
@@ -24,6 +28,36 @@ func TestPowerLoss(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := plugintest.Campaign(t, bin, "qpz", plugintest.Params{Ops: 2, Replicas: 3}, tt.config, 2)
 			plugintest.CheckPowerLoss(t, recs, tt.lose)
+		})
+	}
+}
+
+// TestUnsyncedFirstSnapshot replays the schedule of testdata/unsynced-first-snapshot.txt on
+// Debian's 3.8.0 and on 3.9.5 with what the ensemble's first start wrote left to the power loss
+// (durable_start = false): at step 2 replica 2, whose log holds the write k1.1 and whose
+// snapshot.0 was never fsynced, exits at its restart ("No snapshot found, but there are log
+// entries"), and the step says it cannot recover.
+func TestUnsyncedFirstSnapshot(t *testing.T) {
+	plugintest.Servers(t)
+	params := plugintest.Params{Ops: 1, Replicas: 3}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "unsynced-first-snapshot.txt"), "qpz", params)
+	for _, v := range []string{"debian", "3.9.5"} {
+		t.Run(v, func(t *testing.T) {
+			config := []byte("durable_start = false\n")
+			if v != "debian" {
+				config = append(config, jarDirConfig(builtJarDir(t, v))...)
+			}
+			p := kit.New(about, &system{})
+			_, reports := plugintest.ReplayKept(t, p, config, "qpz", params, id, steps[:2])
+			var alarms []string
+			for _, a := range reports[1].Alarms {
+				alarms = append(alarms, a.What)
+				if a.Replica == 2 && a.Unrecoverable && strings.Contains(a.What, "No snapshot found, but there are log entries") {
+					t.Logf("ZooKeeper %s, after %s: replica 2: %s", v, schedules.Body(steps[:2]), a.What)
+					return
+				}
+			}
+			t.Fatalf("after step 2 %s, alarms %q; want replica 2 unrecoverable: \"No snapshot found, but there are log entries\"", steps[1], alarms)
 		})
 	}
 }

@@ -191,3 +191,55 @@ func removeNamespaces(t *testing.T, prefix string) {
 		}
 	}
 }
+
+// TestSnapKeepsTail replays the schedule of testdata/snap-keeps-tail.txt, every failure a
+// partition, on Debian's 3.8.0 and on 3.9.5: replica 2, which logged k3.1 alone at step 3, is
+// synced by SNAP at step 5 and keeps k3.1 in its log; leading at step 8, it syncs replica 0 by
+// a DIFF read from that log, and replica 0 applies k3.1, counts a digest mismatch, and alone
+// holds the write that never committed (ZOOKEEPER-3946).
+func TestSnapKeepsTail(t *testing.T) {
+	plugintest.Servers(t)
+	params := plugintest.Params{Ops: 3, Replicas: 3}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "snap-keeps-tail.txt"), "qnz", params)
+	for _, v := range []string{"debian", "3.9.5"} {
+		t.Run(v, func(t *testing.T) {
+			var config []byte
+			if v != "debian" {
+				config = jarDirConfig(builtJarDir(t, v))
+			}
+			p := kit.New(about, &system{})
+			_, reports := plugintest.ReplayKept(t, p, config, "qnz", params, id, steps)
+			syncOf := func(step, replica int) string {
+				for _, o := range reports[step-1].Observations {
+					if o.Replica == replica {
+						return o.Fields[cem.ObserveSync]
+					}
+				}
+				return ""
+			}
+			if s := syncOf(5, 2); !strings.Contains(s, "SNAP") {
+				t.Errorf("at step 5 replica 2 was synced by %q, want a SNAP", s)
+			}
+			if s := syncOf(8, 0); !strings.Contains(s, "DIFF") {
+				t.Errorf("at step 8 replica 0 was synced by %q, want a DIFF", s)
+			}
+			digest := false
+			for _, a := range reports[7].Alarms {
+				digest = digest || a.Replica == 0 && strings.Contains(a.What, "zk_digest_mismatches_count = 1")
+			}
+			if !digest {
+				t.Errorf("after step 8, alarms %v; want replica 0's zk_digest_mismatches_count = 1", reports[7].Alarms)
+			}
+			snap, err := p.Read(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := oracle.Compare(snap)
+			rs := snap.Replicas
+			if d.Converged() || rs[0].Data["k3.1"] != id+":k3.1" || rs[1].Data["k3.1"] != "" || rs[2].Data["k3.1"] != "" {
+				t.Fatalf("at the end: %s; want replica 0 alone to hold the uncommitted k3.1", d.Line())
+			}
+			t.Logf("ZooKeeper %s, after %s: %s", v, schedules.Body(steps), d.Line())
+		})
+	}
+}

@@ -5,23 +5,39 @@
 # programs and the mariadb client alone: a takes a row; b is made a replica of a as MariaDB
 # documents it for a dump (mariadb-dump --gtid --master-data of a, loaded with binary logging
 # off, which sets b's gtid_slave_pos); c, which never had the row, then replicates from b.
-# Prints DIVERGED when c stays without the row while both its replication threads run.
-set -euo pipefail
-dir=$(mktemp -d)
-trap 'pkill -KILL -f -- "--datadir=$dir/" 2>/dev/null || true; rm -rf "$dir"' EXIT
+# Servers a, b and c listen on BASE_PORT to BASE_PORT+2 (default 33311). Prints DIVERGED and
+# exits 1 when c stays without the row while both its replication threads run; exits 0 when it
+# gets the row, 2 when the reproduction itself failed. Every server is killed and every file
+# removed on exit.
+set -Eeuo pipefail
+base=${BASE_PORT:-33311}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/copy-serves-nothing.XXXXXX")
+declare -A pid
+cleanup() {
+  for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'echo "reproduction failed: line $LINENO: $BASH_COMMAND" >&2; exit 2' ERR
 user=(); [ "$(id -u)" = 0 ] && user=(--user=root)
 printf 'CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL);\n' > "$dir/init.sql"
 mkdir "$dir/tmp"
 mariadb-install-db --no-defaults --datadir="$dir/template" --tmpdir="$dir/tmp" "${user[@]}" \
   --auth-root-authentication-method=normal --skip-test-db --extra-file="$dir/init.sql" >/dev/null
 for s in a b c; do cp -a "$dir/template" "$dir/$s"; done
-port() { case $1 in a) echo 33311 ;; b) echo 33312 ;; c) echo 33313 ;; esac; }
+port() { case $1 in a) echo "$base" ;; b) echo $((base + 1)) ;; c) echo $((base + 2)) ;; esac; }
 start() { # name server_id
   mariadbd --no-defaults --datadir="$dir/$1" --tmpdir="$dir/tmp" --port="$(port "$1")" --bind-address=127.0.0.1 \
     --socket=mysqld.sock --server-id="$2" --log-bin=mariadb-bin --log-slave-updates --gtid-strict-mode=ON \
     --skip-slave-start "${user[@]}" >>"$dir/$1.log" 2>&1 &
-  disown
-  until mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -e 'SELECT 1' >/dev/null 2>&1; do sleep 0.1; done
+  pid[$1]=$!
+  local tries=0
+  until mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -e 'SELECT 1' >/dev/null 2>&1; do
+    ((tries++ < 600)) || { echo "reproduction failed: server $1 did not answer within a minute" >&2; exit 2; }
+    sleep 0.1
+  done
 }
 q() { mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -NB -e "$2"; }
 start a 1; start b 2; start c 3
@@ -36,6 +52,6 @@ echo "c: $(mariadb -h127.0.0.1 -P"$(port c)" -uroot -E -e 'SHOW SLAVE STATUS' | 
 echo "c holds: [$(q c 'SELECT k FROM modulo.kv' | tr '\n' ' ')] MASTER_GTID_WAIT(b's binlog position) = $(q c "SELECT MASTER_GTID_WAIT('$(q b 'SELECT @@gtid_binlog_pos')', 0)")"
 if [ "$(q c 'SELECT COUNT(*) FROM modulo.kv')" != "$(q b 'SELECT COUNT(*) FROM modulo.kv')" ]; then
   echo "DIVERGED: c, in sync with b by MariaDB's word, lacks k1.1, which b holds"
-else
-  echo "converged"
+  exit 1
 fi
+echo "CONVERGED: c holds k1.1 as b does"

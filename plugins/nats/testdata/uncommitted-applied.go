@@ -3,6 +3,8 @@
 //
 //	go run plugins/nats/testdata/uncommitted-applied.go [nats-server]
 //
+// Server i listens on BASE_PORT+10i (client), +1 (route) and +2 (monitoring); BASE_PORT
+// defaults to 24200.
 // 1. Start three servers (JetStream, routes between them) and create stream R3 with 3 replicas.
 // 2. SIGSTOP the stream leader's two followers; publish w1 to the leader (no answer comes);
 // once w1 is in the leader's Raft log, SIGKILL all three.
@@ -12,7 +14,9 @@
 // 5. Read sequence 1 through each server in turn as the stream's leader (a leader stepdown
 // until it leads): the old leader serves w1, which was never acknowledged, the others w2.
 //
-// It prints what each server serves and ends with DIVERGED, or CONVERGED for a fixed server.
+// It prints what each server serves and ends with DIVERGED (exit status 1), or CONVERGED for a
+// fixed server (0); 2 when the reproduction itself failed. Every server is killed on exit; its
+// directory and log stay, in a directory of $TMPDIR it names.
 package main
 
 import (
@@ -31,7 +35,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-const base = 24200 // server i listens on base+10i (client), +1 (route), +2 (monitoring)
+var base = 24200 // BASE_PORT
 
 type server struct {
 	name, dir string
@@ -63,9 +67,28 @@ func (s *server) start(all []*server) {
 
 func (s *server) signal(sig syscall.Signal) {
 	check(syscall.Kill(s.cmd.Process.Pid, sig))
-	if sig == syscall.SIGKILL {
+	switch sig {
+	case syscall.SIGKILL:
 		s.cmd.Wait()
+	case syscall.SIGSTOP:
+		// A thread stops when it next enters the kernel: until every one has, a follower may
+		// still log the write it must miss.
+		await(s.name+" stopped", s.stopped)
 	}
+}
+
+// stopped tells whether every thread of s is stopped, by the state in its /proc stat line (the
+// field after the command's closing parenthesis).
+func (s *server) stopped() bool {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", s.cmd.Process.Pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		i := bytes.LastIndexByte(b, ')')
+		if err != nil || i < 0 || i+2 >= len(b) || (b[i+2] != 'T' && b[i+2] != 't') {
+			return false
+		}
+	}
+	return len(tasks) > 0
 }
 
 // jsz is what the server says of the stream in its own store.
@@ -106,6 +129,7 @@ func (s *server) jsz() (leader string, state string, current map[string]bool) {
 	return "", "", nil
 }
 
+// check ends the reproduction with status 2 on err; the servers die with it (Pdeathsig).
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "repro:", err)
@@ -156,6 +180,16 @@ func main() {
 	if len(os.Args) > 1 {
 		binary = os.Args[1]
 	}
+	if p := os.Getenv("BASE_PORT"); p != "" {
+		var err error
+		base, err = strconv.Atoi(p)
+		check(err)
+	}
+	os.Exit(run())
+}
+
+// run reproduces the failure and returns the exit status: 1 diverged, 0 converged.
+func run() int {
 	dir, err := os.MkdirTemp("", "nats-uncommitted-")
 	check(err)
 	fmt.Println("servers' directories and logs:", dir)
@@ -227,6 +261,9 @@ func main() {
 	ack, err := js.Publish("r3.w2", []byte("w2"), nats.MsgId("w2"))
 	check(err)
 	nc.Close()
+	if ack.Sequence != 1 {
+		check(fmt.Errorf("w2 was acknowledged as sequence %d: w1 reached a follower, and the write meant for the leader alone committed", ack.Sequence))
+	}
 	fmt.Printf("3. %s and %s restarted; w2 acknowledged as sequence %d\n", followers[0].name, followers[1].name, ack.Sequence)
 
 	// 4. The old leader rejoins.
@@ -280,7 +317,8 @@ func main() {
 	if served[leader.name] != served[followers[0].name] {
 		fmt.Printf("DIVERGED: %s serves %s as sequence 1, %s and %s serve %s\n", leader.name, served[leader.name],
 			followers[0].name, followers[1].name, served[followers[0].name])
-		return
+		return 1
 	}
 	fmt.Println("CONVERGED: every server serves", served[leader.name], "as sequence 1")
+	return 0
 }

@@ -2,7 +2,10 @@
 # The convergence failure of schedule 610f0d0d3e131a61, by hand: PostgreSQL's own programs
 # (initdb, pg_ctl, pg_basebackup, pg_rewind, psql), no modulo. Run it as the postgres user
 # (PostgreSQL refuses root) in an empty directory: bash diverging-timelines.sh [BASE_PORT].
-# It starts three servers on BASE_PORT..BASE_PORT+2 (default 31100) and stops them at the end.
+# It starts three servers on BASE_PORT..BASE_PORT+2 (default 31100) and stops them at the end;
+# PGBIN names PostgreSQL's bin directory (default: the newest /usr/lib/postgresql/*/bin).
+# Exits 1 when b keeps a write c never had (DIVERGED), 0 when they converge, 2 when the
+# reproduction itself failed.
 #
 #   a  the primary, on timeline 1
 #   b  a standby of a (pg_basebackup), promoted when a is lost:      timeline 2
@@ -11,12 +14,14 @@
 #   b takes a write; b then rejoins c as an operator does: pg_ctl stop, pg_rewind onto c.
 #   pg_rewind compares timeline IDs only, says "no rewind required", and b, now c's standby,
 #   keeps a write that c never had, for good.
-set -euo pipefail
+set -Eeuo pipefail
 BIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
 P=${1:-31100}
 A=$P B=$((P + 1)) C=$((P + 2))
 stop() { for d in a b c; do [ -f $d/postmaster.pid ] && "$BIN/pg_ctl" -D $d stop -m fast >/dev/null; done; return 0; }
 trap stop EXIT
+trap 'exit 130' INT TERM
+trap 'echo "reproduction failed: line $LINENO: $BASH_COMMAND" >&2; exit 2' ERR
 sql() { "$BIN/psql" -X -At -h 127.0.0.1 -p "$1" -U postgres -d postgres -c "$2"; }
 start() { "$BIN/pg_ctl" -D "$1" -o "-p $2" -l "$1.log" -w start >/dev/null; }
 standby_of() { touch "$1/standby.signal"; echo "primary_conninfo = 'host=127.0.0.1 port=$2 user=postgres application_name=$1'" >>"$1/postgresql.auto.conf"; }
@@ -64,7 +69,13 @@ done
 echo "   c's pg_stat_replication for b: $(sql $C "SELECT state, replay_lsn, pg_current_wal_lsn() FROM pg_stat_replication WHERE application_name = 'b'" | tr '|' ' ')"
 
 echo "7. what each holds"
-echo "   c: $(sql $C "SELECT string_agg(k, ',' ORDER BY k) FROM kv")"
-echo "   b: $(sql $B "SELECT string_agg(k, ',' ORDER BY k) FROM kv")"
+held_c=$(sql $C "SELECT string_agg(k, ',' ORDER BY k) FROM kv")
+held_b=$(sql $B "SELECT string_agg(k, ',' ORDER BY k) FROM kv")
+echo "   c: $held_c"
+echo "   b: $held_b"
 echo "   b's log: $(grep -c 'incorrect prev-link' b.log || true) lines 'record with incorrect prev-link'"
-[ "$(sql $C "SELECT string_agg(k, ',' ORDER BY k) FROM kv")" != "$(sql $B "SELECT string_agg(k, ',' ORDER BY k) FROM kv")" ] && echo "DIVERGED: b keeps w2, which c never had"
+if [ "$held_b" != "$held_c" ]; then
+  echo "DIVERGED: b keeps w2, which c never had"
+  exit 1
+fi
+echo "CONVERGED: b and c hold the same rows"

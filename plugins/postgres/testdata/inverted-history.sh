@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A second anomaly the pgl ops=1 campaign on three replicas met (schedules 877525dd76009c8b and
 # 8d383065cd66ed8c, verdict error), by hand with PostgreSQL's own programs and no modulo. Run
-# it as the postgres user in an empty directory: bash inverted-history.sh.
+# it as the postgres user in an empty directory: bash inverted-history.sh [BASE_PORT]. It starts
+# three servers on BASE_PORT..BASE_PORT+2 (default 31110) and stops them at the end; PGBIN names
+# PostgreSQL's bin directory (default: the newest /usr/lib/postgresql/*/bin).
 #
 # A standby (c) that sits before the switch point of its primary's newer timeline (b, a base
 # backup of a, promoted: timeline 2 begins where b's copy began) reads b's history file and
@@ -11,11 +13,16 @@
 # In the campaign, pg_rewind onto such a server then failed ("could not find previous WAL
 # record"), and a server rewound onto a copy of it would not start ("requested timeline 3 is
 # not a child of this server's history"). Not reported upstream as far as we found.
-set -euo pipefail
-BIN=/usr/lib/postgresql/15/bin
-A=31110 B=31111 C=31112
+# Exits 1 when c's timeline 3 history goes backwards (INVERTED), 0 when its switch points
+# increase, 2 when the reproduction itself failed.
+set -Eeuo pipefail
+BIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
+P=${1:-31110}
+A=$P B=$((P + 1)) C=$((P + 2))
 stop() { for d in a b c; do [ -f $d/postmaster.pid ] && "$BIN/pg_ctl" -D $d stop -m immediate >/dev/null 2>&1; done; return 0; }
 trap stop EXIT
+trap 'exit 130' INT TERM
+trap 'echo "reproduction failed: line $LINENO: $BASH_COMMAND" >&2; exit 2' ERR
 sql() { "$BIN/psql" -X -At -h 127.0.0.1 -p "$1" -U postgres -d postgres -c "$2"; }
 start() { "$BIN/pg_ctl" -D "$1" -o "-p $2" -l "$1.log" -w start >/dev/null; }
 standby_of() { touch "$1/standby.signal"; echo "primary_conninfo = 'host=127.0.0.1 port=$2 user=postgres application_name=$1'" >>"$1/postgresql.auto.conf"; }
@@ -40,3 +47,15 @@ start c $C; sleep 3
 sleep 1
 echo "   c's timeline 3 history:"; cat c/pg_wal/00000003.history | sed 's/^/     /'
 grep -h "FATAL\|promot\|selected new timeline\|history" c.log | sed 's/^/   c.log: /' | cut -c1-200 | tail -8
+# lsn prints a WAL location X/Y as one number.
+lsn() { echo $((16#${1%/*} * 4294967296 + 16#${1#*/})); }
+prev=0 prev_tli="" prev_at=""
+while IFS=$'\t' read -r tli at _; do
+  [[ -z $at || $tli == \#* ]] && continue
+  if (($(lsn "$at") < prev)); then
+    echo "INVERTED: c's history leaves timeline $tli at $at, before the point where it left timeline $prev_tli ($prev_at)"
+    exit 1
+  fi
+  prev=$(lsn "$at") prev_tli=$tli prev_at=$at
+done <c/pg_wal/00000003.history
+echo "ORDERED: c's timeline 3 history has increasing switch points"

@@ -22,8 +22,10 @@ cp="$jars/zookeeper.jar:$jars/slf4j-log4j12.jar:$jars/log4j-1.2.jar"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/trunc-keeps-first.XXXXXX")
 declare -A pid
 cleanup() {
-  for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${pid[@]}"; do
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
   rm -rf "$dir"
 }
 trap cleanup EXIT
