@@ -51,6 +51,7 @@ func TestConformancePowerLoss(t *testing.T) {
 // (SIGSTOP until the convergence that brings it back): a paused leader goes on in its old term
 // after the others elected another.
 func TestConformancePause(t *testing.T) {
+	plugintest.Servers(t)
 	plugintest.Run(t, plugintest.Config{
 		DRM:    "qce+pause",
 		New:    func() cem.CEM { return kit.New(about, &system{}) },

@@ -44,6 +44,7 @@ func TestConformance(t *testing.T) {
 // TestConformancePause runs the suite on Q/C/N+pause, each failing server crashed or paused
 // (SIGSTOP until the convergence that brings it back), on 2.12.2 as the partition suite.
 func TestConformancePause(t *testing.T) {
+	plugintest.Servers(t)
 	server := plugintest.CachedServer(t, filepath.Join("nats-server", "2.12.2", "nats-server"))
 	plugintest.Run(t, plugintest.Config{
 		DRM:          "qcn+pause",

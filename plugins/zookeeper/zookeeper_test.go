@@ -140,6 +140,7 @@ func TestPartitions(t *testing.T) {
 // TestConformancePause runs the suite on Q/C/Z+pause, each failing server crashed or paused
 // (SIGSTOP until the convergence that brings it back, its JVM keeping what it held).
 func TestConformancePause(t *testing.T) {
+	plugintest.Servers(t)
 	plugintest.Run(t, plugintest.Config{DRM: "qcz+pause", New: func() cem.CEM { return kit.New(about, &system{}) }, Binary: plugintest.Build(t, ".")})
 }
 
