@@ -11,9 +11,6 @@ import (
 	"testing"
 )
 
-// root is the repository's top, from this package's directory.
-const root = "../.."
-
 // headings are the sections of every page of docs/bugs, in this order, after its title and its
 // one-paragraph summary: the shape docs/bugs/README.md describes.
 var headings = []string{

@@ -18,9 +18,6 @@ import (
 	"unicode"
 )
 
-// root is the repository, seen from this package's directory.
-const root = "../.."
-
 // modulePath is the module's import path: an import under it names a directory of root.
 const modulePath = "github.com/modulo-testing/modulo"
 
@@ -216,11 +213,15 @@ func proseLines(t *testing.T, doc string) []string {
 	defer f.Close()
 	var lines []string
 	fence := ""
+	indented := false // in a code block indented by four spaces, which a blank line opens
+	prevBlank := true
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		trimmed := strings.TrimLeft(line, " ")
+		blank := strings.TrimSpace(line) == ""
+		code := fence == "" && !blank && (strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t")) && (prevBlank || indented)
 		switch {
 		case fence == "" && (strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~")):
 			fence = trimmed[:3]
@@ -230,7 +231,13 @@ func proseLines(t *testing.T, doc string) []string {
 				fence = ""
 			}
 			line = ""
+		case code:
+			line = ""
 		}
+		if !blank {
+			indented = code
+		}
+		prevBlank = blank
 		lines = append(lines, line)
 	}
 	if err := sc.Err(); err != nil {
