@@ -46,45 +46,12 @@ func TestKindSetCounts(t *testing.T) {
 // TestKindSetHoldsQuorum: of the schedules of a set of kinds, those whose divergences fail
 // every replica with the same kind are, kinds left out, exactly Q/C/Z's, for each kind.
 func TestKindSetHoldsQuorum(t *testing.T) {
-	kinds := []Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}
-	m, err := NewQuorumOf("Q/X/Z", kinds...)
+	m, err := NewQuorumOf("Q/X/Z", FailCrash, FailPowerLoss, FailPartition, FailPause)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []Params{{Ops: 1, Replicas: 3}, {Ops: 2, Replicas: 3}, {Ops: 1, Replicas: 5}} {
-		q := &bodies{keep: func([]Transition) bool { return true }, strip: Transition.String}
-		g, err := NewGraph(QCZ, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Walk(q); err != nil {
-			t.Fatal(err)
-		}
-		for _, only := range kinds {
-			t.Run(fmt.Sprintf("ops=%d/n=%d/%s", p.Ops, p.Replicas, only), func(t *testing.T) {
-				alike := &bodies{
-					keep: func(path []Transition) bool {
-						for _, tr := range path {
-							if slices.ContainsFunc(tr.Failures, func(f Failure) bool { return f != only && f != NotInLayout }) {
-								return false
-							}
-						}
-						return true
-					},
-					strip: func(tr Transition) string { tr.Failures = nil; return tr.String() },
-				}
-				g, err := NewGraph(m, p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := g.Walk(alike); err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(alike.got, q.got) {
-					t.Errorf("%d schedules that fail alike, Q/C/Z has %d", len(alike.got), len(q.got))
-				}
-			})
-		}
+		holdsQuorum(t, m, p)
 	}
 }
 
