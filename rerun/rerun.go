@@ -112,7 +112,7 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 		if err != nil {
 			return nil, err
 		}
-		return &shown{Plugin: p, w: out}, nil
+		return &shown{Plugin: p, w: out, namespaces: setup.Info.Capabilities.InNamespaces()}, nil
 	}
 	for k := 1; k <= opts.Repeat; k++ {
 		if ctx.Err() != nil {
@@ -188,14 +188,20 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 // actionTime shows an action's time of day: the date is the run's.
 const actionTime = "15:04:05.000000"
 
-// shown is a plugin that shows what it is asked and what it did as each call returns.
+// shown is a plugin that shows what it is asked and what it did as each call returns; its
+// clusters run in network namespaces, on the systems' own ports, or on loopback ports.
 type shown struct {
 	executor.Plugin
-	w io.Writer
+	w          io.Writer
+	namespaces bool
 }
 
 func (p *shown) Start(ctx context.Context, spec cem.ClusterSpec) error {
-	fmt.Fprintf(p.w, "  start %d replicas from port %d in %s\n", spec.Replicas, spec.BasePort, spec.Dir)
+	if p.namespaces {
+		fmt.Fprintf(p.w, "  start %d replicas, each in a network namespace of its own, in %s\n", spec.Replicas, spec.Dir)
+	} else {
+		fmt.Fprintf(p.w, "  start %d replicas from port %d of 127.0.0.1 in %s\n", spec.Replicas, spec.BasePort, spec.Dir)
+	}
 	t := time.Now()
 	err := p.Plugin.Start(ctx, spec)
 	p.done(t, err)
