@@ -228,6 +228,27 @@ func Compose(base DRM, added []aem.Failure) (DRM, error) {
 	return d, nil
 }
 
+// Declared finds the DRM named name among specs, the DRMs that plugin declares, by short name
+// or title, composed with the failure kinds the name adds (Compose); ok is false where no spec
+// has the name's base, and the catalogue is the place to look.
+func Declared(name, plugin string, specs []Spec) (d DRM, ok bool, err error) {
+	base, added, err := SplitName(name)
+	if err != nil {
+		return DRM{}, true, err
+	}
+	for _, spec := range specs {
+		if strings.EqualFold(spec.Name, base) || strings.EqualFold(spec.Title, base) {
+			d, err := spec.DRM(plugin)
+			if err != nil {
+				return d, true, err
+			}
+			d, err = Compose(d, added)
+			return d, true, err
+		}
+	}
+	return DRM{}, false, nil
+}
+
 // Spec returns what the plugin declared of d, nil for a built-in DRM; of a composed DRM,
 // what it declared of the base, which the composed name adds kinds to.
 func (d DRM) Spec() *Spec {

@@ -259,3 +259,31 @@ func TestKindsOfDRMs(t *testing.T) {
 		}
 	}
 }
+
+// TestDeclared finds a DRM among a plugin's declarations by name or title, composed with the
+// kinds its name adds, and says where none is.
+func TestDeclared(t *testing.T) {
+	specs := []Spec{{Name: "qcn", Title: "Q/C/N", Rules: "quorum", System: "NATS", Ops: 1, Replicas: 3}}
+	for _, tt := range []struct {
+		name, want string
+		ok         bool
+		err        string
+	}{
+		{"qcn", "qcn", true, ""},
+		{"Q/C/N", "qcn", true, ""},
+		{"qcn+pause", "qcn+pause", true, ""},
+		{"qcn+crash", "", true, "fails replicas by crash already"},
+		{"qcz+pause", "", false, ""},
+		{"qcn+nap", "", true, `unknown failure kind "nap"`},
+	} {
+		d, ok, err := Declared(tt.name, "nats", specs)
+		switch {
+		case ok != tt.ok:
+			t.Errorf("Declared(%q): ok = %v, want %v", tt.name, ok, tt.ok)
+		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
+			t.Errorf("Declared(%q) error %v, want one saying %q", tt.name, err, tt.err)
+		case tt.err == "" && (err != nil || d.Name != tt.want):
+			t.Errorf("Declared(%q) = %s, %v; want %s", tt.name, d.Name, err, tt.want)
+		}
+	}
+}

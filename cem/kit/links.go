@@ -239,14 +239,7 @@ func (e *linkEngine) waitIfBroken(ctx context.Context, before []link, d time.Dur
 		return nil
 	}
 	e.p.act(nil, "wait %v %s: a link broke (failure wait)", d, when)
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("failure wait: %w", ctx.Err())
-	}
+	return sleep(ctx, d, "failure wait")
 }
 
 // failBefore fails replica i just before write j, which it must not receive.

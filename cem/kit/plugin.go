@@ -181,18 +181,12 @@ func New(about About, sys System) *Plugin {
 // lookupDRM finds the DRM named name: one the plugin declares, or one of the catalogue's that it
 // realises, composed with the failure kinds the name adds ("qcz+pause", drms.Compose).
 func (p *Plugin) lookupDRM(name string) (drms.DRM, error) {
+	if d, ok, err := drms.Declared(name, p.about.Name, p.about.Declare); ok {
+		return d, err
+	}
 	base, added, err := drms.SplitName(name)
 	if err != nil {
 		return drms.DRM{}, err
-	}
-	for _, spec := range p.about.Declare {
-		if strings.EqualFold(spec.Name, base) || strings.EqualFold(spec.Title, base) {
-			d, err := spec.DRM(p.about.Name)
-			if err != nil {
-				return d, err
-			}
-			return drms.Compose(d, added)
-		}
 	}
 	d, err := drms.Lookup(base)
 	if err != nil {
@@ -292,10 +286,8 @@ func (p *Plugin) kindOf(t *aem.Transition, a int) fault.Kind {
 	f := aem.NotInLayout
 	if t.Failures != nil {
 		f = t.Failures[a]
-	} else if kinds := p.model.Kinds(); len(kinds) == 1 {
-		f = kinds[0]
 	}
-	k, err := fault.Of(p.drm.Kind(f))
+	k, err := p.kind(f)
 	if err != nil {
 		panic(fmt.Sprintf("divergence %s fails replica %d by no kind: %v", t, a, err)) // aem.Take checked t
 	}

@@ -87,17 +87,20 @@ func (p *Plugin) recover(ctx context.Context, r *Replica) error {
 	return nil
 }
 
-// kindIn is how abstract replica a of state s failed: the kind s remembers, or the DRM's one.
+// kindIn is how abstract replica a of state s failed: the kind s remembers, or the DRM's one;
+// nil where it did not fail.
 func (p *Plugin) kindIn(s *aem.State, a int) fault.Kind {
-	f := s.FailedAs(a)
-	if kinds := p.model.Kinds(); s.Failed == nil && len(kinds) == 1 {
+	k, _ := p.kind(s.FailedAs(a))
+	return k
+}
+
+// kind is the kind that realises failure f of the DRM's model; in a model whose divergences
+// and states name no kind, NotInLayout stands for its one kind.
+func (p *Plugin) kind(f aem.Failure) (fault.Kind, error) {
+	if kinds := p.model.Kinds(); f == aem.NotInLayout && !p.model.FailureKinds() && len(kinds) == 1 {
 		f = kinds[0]
 	}
-	k, err := fault.Of(p.drm.Kind(f))
-	if err != nil {
-		return nil
-	}
-	return k
+	return fault.Of(p.drm.Kind(f))
 }
 
 // server is replica r's server as the failure kinds act on it (fault.Server).
@@ -127,13 +130,18 @@ func (s server) AwaitDetection(ctx context.Context) error {
 	s.p.detected = s.p.step
 	wait := d.DetectionTime(s.p.c)
 	s.p.act(nil, "wait %v, the time %s takes to notice a peer that stopped answering (kit.Detector)", wait, s.p.about.Name)
-	t := time.NewTimer(wait)
+	return sleep(ctx, wait, "detection wait")
+}
+
+// sleep waits d, or until ctx ends; what names the wait in the error.
+func sleep(ctx context.Context, d time.Duration, what string) error {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("detection wait: %w", ctx.Err())
+		return fmt.Errorf("%s: %w", what, ctx.Err())
 	}
 }
 

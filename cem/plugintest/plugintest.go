@@ -194,18 +194,8 @@ func defaultParams(d drms.DRM, p aem.Params) aem.Params {
 // lookup finds the DRM named name: one the plugin declares, else the catalogue's, composed
 // with the failure kinds the name adds (drms.Compose).
 func (s *suite) lookup(name string) (drms.DRM, error) {
-	base, added, err := drms.SplitName(name)
-	if err != nil {
-		return drms.DRM{}, err
-	}
-	for _, spec := range s.info.Capabilities.Declared {
-		if strings.EqualFold(spec.Name, base) {
-			d, err := spec.DRM(s.info.Name)
-			if err != nil {
-				return d, err
-			}
-			return drms.Compose(d, added)
-		}
+	if d, ok, err := drms.Declared(name, s.info.Name, s.info.Capabilities.Declared); ok {
+		return d, err
 	}
 	return drms.Lookup(name)
 }
