@@ -55,6 +55,12 @@ var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', 
 // Letter is the failure kind's letter in a schedule's divergences.
 func (f Failure) Letter() byte { return failureLetters[f] }
 
+var failureVerbs = [...]string{FailCrash: "crashes", FailPowerLoss: "loses power", FailPartition: "is cut off", FailPause: "pauses"}
+
+// Verb says what a divergence does to a replica that fails by the kind ("crashes", "is cut
+// off"); empty for NotInLayout and FailNone, which fail nothing.
+func (f Failure) Verb() string { return failureVerbs[f] }
+
 func appendInts(b []byte, open, close byte, xs []int) []byte {
 	b = append(b, open)
 	for i, x := range xs {

@@ -329,11 +329,6 @@ func onlineState(failed aem.Failure, on bool) string {
 	return "offline"
 }
 
-// failsBy says what a divergence did to a replica that failed by each kind.
-var failsBy = map[aem.Failure]string{
-	aem.FailCrash: "crashes", aem.FailPowerLoss: "loses power", aem.FailPartition: "is cut off", aem.FailPause: "pauses",
-}
-
 // events says what transition t did to replica i, going from state before to after, where it
 // failed by kind failed (NotInLayout where it did not, or the model does not say).
 func events(t *aem.Transition, before, after *aem.State, i int, failed aem.Failure) []string {
@@ -343,8 +338,8 @@ func events(t *aem.Transition, before, after *aem.State, i int, failed aem.Failu
 			parts = append(parts, fmt.Sprintf("+%d %s", w, words.Plural(w, "write", "writes")))
 		}
 		if before.On[i] && !after.On[i] {
-			what, ok := failsBy[failed]
-			if !ok {
+			what := failed.Verb()
+			if what == "" {
 				what = "fails"
 			}
 			parts = append(parts, what)

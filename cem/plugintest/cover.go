@@ -47,7 +47,7 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 				if f == aem.NotInLayout {
 					continue
 				}
-				add("D: a replica " + failsBy[f])
+				add("D: a replica " + f.Verb())
 				// A pause before a write that reaches only a minority stops the replica for good,
 				// where a crash stops it for the write and kills it at the end.
 				if f == aem.FailPause && t.Writes[i] < t.WriteCount() && kind == "D: a write reaches only a minority" {
@@ -114,16 +114,12 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 	return kinds
 }
 
-// failsBy and recoversBy name what each failure kind does to a replica of a model of several.
-var (
-	failsBy = map[aem.Failure]string{
-		aem.FailCrash: "crashes", aem.FailPowerLoss: "loses power", aem.FailPartition: "is cut off", aem.FailPause: "pauses",
-	}
-	recoversBy = map[aem.Failure]string{
-		aem.FailCrash: "crashed replica restarts", aem.FailPowerLoss: "replica that lost power restarts",
-		aem.FailPartition: "cut-off replica is healed", aem.FailPause: "paused replica goes on",
-	}
-)
+// recoversBy names what a convergence does to a replica of a model of several failure kinds,
+// by how it failed.
+var recoversBy = map[aem.Failure]string{
+	aem.FailCrash: "crashed replica restarts", aem.FailPowerLoss: "replica that lost power restarts",
+	aem.FailPartition: "cut-off replica is healed", aem.FailPause: "paused replica goes on",
+}
 
 // Plan is a small set of schedules that together take every kind of transition the model uses.
 type Plan struct {
