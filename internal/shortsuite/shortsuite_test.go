@@ -76,15 +76,7 @@ func TestShortSuiteStartsNothing(t *testing.T) {
 	}
 	t.Logf("the short suite ran in %v under strace", time.Since(start).Round(time.Second))
 
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	trace, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	trace := readTrace(t, file)
 	var binaries []string
 	for _, p := range trace.Programs() {
 		if strings.HasPrefix(p, filepath.Join(rules.TempDir, "go-build")) && strings.HasSuffix(p, ".test") {
@@ -140,15 +132,7 @@ func failures(out string) string {
 // clone that made it, a call in two halves, one after a call strace could not name, a
 // re-exec through /proc/self/exe) and finds exactly what the short suite must not do.
 func TestOffences(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "trace.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	trace, err := Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	trace := readTrace(t, filepath.Join("testdata", "trace.txt"))
 	offences := trace.Offences(Rules{GOROOT: "/usr/local/go", TempDir: "/tmp", CC: "/usr/bin/gcc"})
 	var got []string
 	for _, o := range offences {
@@ -204,4 +188,19 @@ func TestRulesAllow(t *testing.T) {
 			t.Errorf("allows(%s started by %v) = %v, want %v", tt.path, tt.chain, got, tt.want)
 		}
 	}
+}
+
+// readTrace reads the strace output in the file at path.
+func readTrace(t *testing.T, path string) *Trace {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	trace, err := Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return trace
 }
