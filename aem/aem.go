@@ -168,7 +168,7 @@ type State struct {
 }
 
 // FailedAs tells how replica i failed, if it is offline and the model says so: NotInLayout
-// otherwise (the model's only kind is the DRM's, drms.DRM.Failure).
+// otherwise (a quorum model of one kind says nothing: drms.DRM.KindOf gives it).
 func (s *State) FailedAs(i int) Failure {
 	if s.Failed == nil || s.On[i] {
 		return NotInLayout

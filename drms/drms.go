@@ -175,6 +175,15 @@ func (d DRM) Kind(f aem.Failure) aem.Failure {
 	return f
 }
 
+// KindOf is how a replica that failed by f, as a divergence or a state of the DRM's model names
+// it, is realised (Kind); a quorum model of one kind names none, and NotInLayout stands for it.
+func (d DRM) KindOf(f aem.Failure) aem.Failure {
+	if kinds := d.Kinds(); f == aem.NotInLayout && d.Model.Rules().Quorum() && !d.Model.FailureKinds() && len(kinds) == 1 {
+		return kinds[0]
+	}
+	return d.Kind(f)
+}
+
 // kindSeparator joins a DRM's name and the failure kinds a composed DRM adds: "qcz+pause".
 const kindSeparator = "+"
 

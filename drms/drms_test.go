@@ -287,3 +287,29 @@ func TestDeclared(t *testing.T) {
 		}
 	}
 }
+
+// TestKindOf: a quorum model of one kind names none, and its DRM's kind stands for it; a model
+// that names kinds, or has no quorum, is taken at its word.
+func TestKindOf(t *testing.T) {
+	for _, tt := range []struct {
+		drm     string
+		f, want aem.Failure
+	}{
+		{"qcz", aem.NotInLayout, aem.FailCrash},
+		{"qpz", aem.NotInLayout, aem.FailPowerLoss},
+		{"qnz", aem.NotInLayout, aem.FailPartition},
+		{"qcnz", aem.NotInLayout, aem.NotInLayout},
+		{"qcnz", aem.FailPartition, aem.FailPartition},
+		{"qcz+pause", aem.FailPause, aem.FailPause},
+		{"ssr", aem.NotInLayout, aem.NotInLayout},
+		{"sclr", aem.FailCrash, aem.FailCrash},
+	} {
+		d, err := Lookup(tt.drm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.KindOf(tt.f); got != tt.want {
+			t.Errorf("%s: KindOf(%s) = %s, want %s", tt.drm, tt.f, got, tt.want)
+		}
+	}
+}

@@ -306,15 +306,10 @@ func fieldsText(fields map[string]string) string {
 // remembers, or a quorum model's one kind; NotInLayout while it is online, or where the model
 // does not say (a suspended or unlinked replica of a link model).
 func failedAs(d drms.DRM, s *aem.State, i int) aem.Failure {
-	switch kinds := d.Kinds(); {
-	case s.On[i]:
+	if s.On[i] {
 		return aem.NotInLayout
-	case s.Failed != nil:
-		return d.Kind(s.FailedAs(i))
-	case d.Model.Rules().Quorum() && len(kinds) == 1:
-		return kinds[0]
 	}
-	return aem.NotInLayout
+	return d.KindOf(s.FailedAs(i))
 }
 
 // onlineState names a replica's state: online, crashed (its server down: a crash or a power

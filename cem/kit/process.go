@@ -94,14 +94,8 @@ func (p *Plugin) kindIn(s *aem.State, a int) fault.Kind {
 	return k
 }
 
-// kind is the kind that realises failure f of the DRM's model; in a model whose divergences
-// and states name no kind, NotInLayout stands for its one kind.
-func (p *Plugin) kind(f aem.Failure) (fault.Kind, error) {
-	if kinds := p.model.Kinds(); f == aem.NotInLayout && !p.model.FailureKinds() && len(kinds) == 1 {
-		f = kinds[0]
-	}
-	return fault.Of(p.drm.Kind(f))
-}
+// kind is the kind that realises failure f of the DRM's model (drms.DRM.KindOf).
+func (p *Plugin) kind(f aem.Failure) (fault.Kind, error) { return fault.Of(p.drm.KindOf(f)) }
 
 // server is replica r's server as the failure kinds act on it (fault.Server).
 type server struct {
