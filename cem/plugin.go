@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/modulo-testing/modulo/cem/proc"
+	"google.golang.org/grpc"
 )
 
 // Handshake is the go-plugin handshake between modulo and its plugins. The cookie only tells a
@@ -63,7 +64,8 @@ const closeGrace = 2 * time.Second
 
 // Serve serves impl over gRPC to the modulo that started this process, and returns only when
 // modulo ends the plugin. A plugin's main calls it and nothing else. Run by hand, outside
-// modulo, it says that the binary is a plugin and exits with status 1.
+// modulo, it says that the binary is a plugin and exits with status 1. Sent SIGTERM, it cancels
+// the calls under way, tears impl's cluster down and exits with status 143 (endOnTerminate).
 //
 // Plugins log with hclog.L() (Serve makes it a JSON logger on stderr that modulo reads): modulo
 // shows warnings and errors, tagged with the plugin's name. Anything else written to stderr
@@ -75,11 +77,15 @@ func Serve(impl CEM) {
 		JSONFormat: true, // so that modulo keeps each line's level
 	})
 	hclog.SetDefault(logger)
+	life, die := context.WithCancelCause(context.Background())
+	endOnTerminate(impl, die)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         plugin.PluginSet{pluginName: &grpcPlugin{impl: impl}},
-		GRPCServer:      plugin.DefaultGRPCServer,
-		Logger:          logger,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return grpc.NewServer(append(opts, grpc.ChainUnaryInterceptor(within(life)))...)
+		},
+		Logger: logger,
 	})
 }
 

@@ -242,6 +242,44 @@ func TestPluginProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("SIGTERM mid-Apply", func(t *testing.T) {
+		c, _ := launchTest(t, bin)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		dir := t.TempDir()
+		if err := c.Start(ctx, ClusterSpec{DRM: "ssr", Replicas: 1, Dir: dir, Config: []byte("child = true")}); err != nil {
+			t.Fatal(err)
+		}
+		child := awaitPid(t, filepath.Join(dir, "child.pid"))
+		marker := filepath.Join(dir, "blocking")
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Apply(ctx, Step{Index: 0, Transition: "block " + marker})
+			errc <- err
+		}()
+		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
+			return fileExists(marker), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(c.Pid(), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// The step under way ends with the plugin's life, so the teardown it waits for runs.
+		if err := <-errc; err == nil || ctx.Err() != nil {
+			t.Fatalf("Apply on a plugin sent SIGTERM: %v, want an error before its context ended", err)
+		}
+		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to exit", func(context.Context) (bool, error) {
+			return c.Exited(), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// The child is no server: no parent-death signal ends it, only the plugin's Teardown.
+		if proc.Alive(child) {
+			t.Errorf("the plugin's child %d outlived SIGTERM: the cluster was not torn down", child)
+		}
+	})
+
 	t.Run("logs", func(t *testing.T) {
 		c, stderr := launchTest(t, bin)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -22,8 +22,11 @@
 //     report it, and no call may outlast the executor's call timeout;
 //   - binary: when Config.Binary is set, a schedule realised through the built plugin binary,
 //     started by cem.Launch as modulo starts it;
-//   - plugin death: when Config.Binary is set, the plugin process is SIGKILLed with a cluster
-//     running, and every server's process group must die with it.
+//   - plugin death: when Config.Binary is set, the plugin process is SIGKILLed, and then
+//     SIGTERMed, with a replica failed by each failure kind of the DRM (and once SIGTERMed
+//     during a step): every server's process group must die with it, and nothing of the
+//     cluster (process, mount, namespace) be left once the executor swept it after SIGKILL,
+//     or at all after SIGTERM.
 package plugintest
 
 import (
@@ -170,7 +173,7 @@ func Run(t *testing.T, cfg Config) {
 	t.Run("hung server", func(t *testing.T) { s.fault(t, syscall.SIGSTOP, plan.Schedules[0].Steps) })
 	if cfg.Binary != "" {
 		t.Run("binary", func(t *testing.T) { s.binary(t, plan.Schedules[0].Steps) })
-		t.Run("plugin death", s.pluginDeath)
+		t.Run("plugin death", func(t *testing.T) { s.pluginDeath(t, plan) })
 	}
 }
 
@@ -503,10 +506,13 @@ func pickVictim(files []proc.PidFile, first aem.Transition) proc.PidFile {
 	return files[0]
 }
 
-// signalName is the name of the two signals the suite sends.
+// signalName is the name of each signal the suite sends.
 func signalName(sig syscall.Signal) string {
-	if sig == syscall.SIGKILL {
+	switch sig {
+	case syscall.SIGKILL:
 		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
 	}
 	return "SIGSTOP"
 }
@@ -564,22 +570,109 @@ func (s *suite) checkEnd(t *testing.T, what string, steps []aem.Transition, snap
 	}
 }
 
-// pluginDeath SIGKILLs the plugin process with a cluster running: modulo killed by a signal,
-// or the plugin by the OOM killer, must leave no server behind.
-func (s *suite) pluginDeath(t *testing.T) {
+// pluginDeath ends the plugin process with a cluster running, by SIGKILL (modulo killed by a
+// signal, the plugin by the OOM killer) and by SIGTERM (an operator, an engine ending a job):
+// each time with a replica failed by each failure kind of the DRM (a paused server, a power
+// loss's mounts, a cut-off namespace), and once by SIGTERM while a step is under way. Nothing
+// may be left: after SIGKILL once the executor's sweep (proc.KillLeftovers) has run, after
+// SIGTERM with no sweep at all, since the plugin tears its cluster down itself.
+func (s *suite) pluginDeath(t *testing.T, plan Plan) {
+	held := s.failedBy(plan)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		for _, h := range held {
+			t.Run(signalName(sig)+"/"+h.name, func(t *testing.T) { s.dieWith(t, sig, h.steps, nil) })
+		}
+	}
+	// The step after the first failure recovers it: a convergence, which waits for the cluster
+	// (a restart, a detection time), so the signal comes while the plugin waits.
+	h := held[len(held)-1]
+	if k := len(h.steps); k > 0 && k < len(h.whole) {
+		t.Run("SIGTERM/during a step", func(t *testing.T) { s.dieWith(t, syscall.SIGTERM, h.steps, &h.whole[k]) })
+	}
+}
+
+// heldFailure is a prefix of a planned schedule (steps, of whole) after which a replica is
+// failed by the kind that name says; no steps for a cluster that just started.
+type heldFailure struct {
+	name         string
+	steps, whole []aem.Transition
+}
+
+// failedBy finds, for each failure kind of the DRM, the shortest prefix of a planned schedule
+// that ends with a replica failed by it; for a DRM whose replicas fail by no kind (link
+// failures), the cluster as it starts.
+func (s *suite) failedBy(plan Plan) []heldFailure {
+	var held []heldFailure
+	for _, kind := range s.drm.Kinds() {
+		var best *heldFailure
+		for _, p := range plan.Schedules {
+			state := s.drm.Model.Init(s.params)
+			for i := range p.Steps {
+				_, next, ok := aem.Take(s.drm.Model, s.params, &state, &p.Steps[i])
+				if !ok {
+					break
+				}
+				failed := false
+				for a := range s.params.Replicas {
+					failed = failed || state.On[a] && !next.On[a] && s.drm.KindOf(next.FailedAs(a)) == kind
+				}
+				state = next
+				if failed {
+					if best == nil || i+1 < len(best.steps) {
+						best = &heldFailure{name: "a replica failed by " + kind.String(), steps: p.Steps[:i+1], whole: p.Steps}
+					}
+					break
+				}
+			}
+		}
+		if best != nil {
+			held = append(held, *best)
+		}
+	}
+	if len(held) == 0 {
+		held = append(held, heldFailure{name: "a cluster running"})
+	}
+	return held
+}
+
+// dieWith realises steps through the plugin binary, starts step during (if any) without
+// waiting for it, sends sig to the plugin and checks that nothing of the cluster is left.
+func (s *suite) dieWith(t *testing.T, sig syscall.Signal, steps []aem.Transition, during *aem.Transition) {
 	client := s.launch(t)
-	c := s.newCluster(t, client, s.cfg.PluginConfig, nil)
+	c := s.newCluster(t, client, s.cfg.PluginConfig, steps)
 	if err := c.start(t); err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	if len(c.groups) == 0 {
 		t.Fatal("the cluster directory holds no pid file: servers must be started with proc.StartProcess")
 	}
-	if err := syscall.Kill(client.Pid(), syscall.SIGKILL); err != nil {
+	for i := range steps {
+		if _, err := c.apply(t, i, &steps[i]); err != nil {
+			t.Fatalf("step %d: %v", i+1, err)
+		}
+	}
+	if during != nil {
+		go func() { // it fails, or ends, when the plugin does; what it says does not matter
+			_, _ = client.Apply(context.Background(), cem.Step{Index: len(steps), Transition: during.String()})
+		}()
+		time.Sleep(duringDelay)
+	}
+	if err := syscall.Kill(client.Pid(), sig); err != nil {
 		t.Fatal(err)
 	}
 	c.tornDown = true // nobody is left to tear it down: that is the point
-	err := proc.WaitFor(context.Background(), pluginDeathTimeout, "every server to die with the plugin", func(context.Context) (bool, error) {
+	servers := "every server to die with the plugin"
+	if sig == syscall.SIGTERM {
+		servers = "the plugin to tear its cluster down and exit"
+	}
+	bound := pluginDeathTimeout
+	if sig == syscall.SIGTERM {
+		bound = pluginTermTimeout
+	}
+	err := proc.WaitFor(context.Background(), bound, servers, func(context.Context) (bool, error) {
+		if sig == syscall.SIGTERM && !client.Exited() {
+			return false, nil
+		}
 		for _, g := range c.groups {
 			if proc.Alive(g.Pid) {
 				return false, nil
@@ -588,20 +681,26 @@ func (s *suite) pluginDeath(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("after SIGKILL of the plugin (pid %d): %v", client.Pid(), err)
+		t.Errorf("after %s of the plugin (pid %d): %v", signalName(sig), client.Pid(), err)
 	}
-	// What the servers started outlives them (a child in a session of its own): the executor
-	// sweeps the cluster directory, which must end it.
-	if err := proc.KillLeftovers(c.spec.Dir); err != nil {
-		t.Errorf("sweep after the plugin died: %v", err)
+	if sig == syscall.SIGKILL {
+		// What the servers started outlives them (a child in a session of its own), and the
+		// plugin's mounts their server: the executor sweeps the cluster directory, which must
+		// end both.
+		if err := proc.KillLeftovers(c.spec.Dir); err != nil {
+			t.Errorf("sweep after the plugin died: %v", err)
+		}
 	}
 	for _, g := range c.groups {
 		if alive, err := g.GroupAlive(); alive || err != nil {
-			t.Errorf("after the sweep, server %s (pid %d) left processes alive: %v", g.Path, g.Pid, err)
+			t.Errorf("server %s (pid %d) left processes alive: %v", g.Path, g.Pid, err)
 		}
 	}
 	for _, l := range ProcessesUnder(t, c.spec.Dir) {
-		t.Errorf("after the sweep: %s", l)
+		t.Errorf("left: %s", l)
+	}
+	if mounts, err := proc.MountsUnder(c.spec.Dir); err != nil || len(mounts) > 0 {
+		t.Errorf("left mounted: %v %v", mounts, err)
 	}
 	if s.info.Capabilities.InNamespaces() {
 		// The namespaces were held by the plugin and its servers, all gone now.
@@ -613,9 +712,17 @@ func (s *suite) pluginDeath(t *testing.T) {
 	}
 }
 
+// duringDelay is how long dieWith lets a step run before the signal: long enough for the
+// call to reach the plugin, well short of any convergence of a real server.
+const duringDelay = 100 * time.Millisecond
+
 // pluginDeathTimeout bounds how long servers may outlive their plugin: the kernel sends them
 // SIGKILL (their parent-death signal) at once.
 const pluginDeathTimeout = 10 * time.Second
+
+// pluginTermTimeout bounds how long a plugin sent SIGTERM may take to end the step under way,
+// tear its cluster down and exit: more than the teardown's own bound (cem's 20 s).
+const pluginTermTimeout = 40 * time.Second
 
 // lostWrite realises a schedule whose first divergence commits a write, with the kit's
 // break_realisation = "lose-write", and checks that the durability check reports that write.
