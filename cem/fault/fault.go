@@ -183,14 +183,13 @@ func (Partition) Settled(context.Context, Server) error       { return nil } // 
 // and it acts on what it knew when it goes on. Recovered, it goes on (SIGCONT), without a
 // restart.
 //
-// Known gap: a stopped server's kernel still accepts its peers' packets, so a write sent while
-// it is stopped reaches it when it goes on (a VM's virtual NIC and TCP's retransmissions do the
-// same). A divergence that pauses a replica before a write that only a minority receives, as
-// D[0,0,1](s,s,s) does, therefore does not keep the write from it: measured on ZooKeeper and
-// etcd, such a write commits once the paused followers go on, where the model says they never
-// had it. The oracle allows either for a write never acknowledged, so no verdict is wrong, but
-// such a schedule does not reach the lost-write paths it names; a pause at a divergence's end
-// is realised as the model says.
+// A pause before a write is what a real pause is (docs/aem.md, decided): a stopped server's
+// kernel still accepts its peers' packets (a VM's virtual NIC and TCP's retransmissions do the
+// same), so a write sent while it is stopped reaches it when it goes on. A write that only a
+// minority received, as in D[0,0,1](s,s,s), may then commit once the paused followers go on,
+// where the model's version says they never had it; it was never acknowledged, and the oracle
+// takes it present or absent alike. Keeping it from them would take cutting the links and
+// resetting the connections: a partition, which is a kind of its own.
 type Pause struct{}
 
 func (Pause) Failure() aem.Failure { return aem.FailPause }
