@@ -94,22 +94,23 @@ type Config struct {
 	Known map[string]string
 }
 
-// Build builds the plugin package pkg (such as ".") into a directory of t's and returns the
-// binary's path, for Config.Binary. Under -short it skips t, as Run would, before it spends a
-// build on a binary that only runs servers.
-func Build(t *testing.T, pkg string) string {
+// Build builds the plugin package pkg (such as ".", or the files of one program) into a
+// directory of t's and returns the binary's path, for Config.Binary. Under -short it skips t,
+// as Run would, before it spends a build on a binary that only runs servers.
+func Build(t *testing.T, pkg ...string) string {
 	t.Helper()
 	Servers(t)
 	bin := filepath.Join(t.TempDir(), "modulo-plugin")
-	goBuild(t, bin, pkg)
+	goBuild(t, bin, pkg...)
 	return bin
 }
 
-// goBuild builds package pkg into the binary out, or fails t with the compiler's output.
-func goBuild(t testing.TB, out, pkg string) {
+// goBuild builds package pkg (or the files of one program) into the binary out, or fails t
+// with the compiler's output.
+func goBuild(t testing.TB, out string, pkg ...string) {
 	t.Helper()
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	if b, err := exec.Command("go", append([]string{"build", "-o", out}, pkg...)...).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", strings.Join(pkg, " "), err, b)
 	}
 }
 

@@ -96,7 +96,7 @@ func lastRole(reports []cem.StepReport, a int) string {
 // old leader serves w1, which never committed, as sequence 1 where the others serve w2.
 func TestUncommittedAppliedByHand(t *testing.T) {
 	plugintest.Servers(t)
-	bin := plugintest.Build(t, "./testdata/uncommitted-applied.go")
+	bin := plugintest.Build(t, "./testdata/uncommitted-applied.go", "./testdata/cluster.go")
 	cmd := exec.CommandContext(t.Context(), bin, "nats-server")
 	cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(plugintest.FreePorts(t, 30)), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
