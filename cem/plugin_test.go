@@ -197,6 +197,25 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
+// applyBlocking starts an Apply that blocks in the plugin until its context ends, and returns
+// once the plugin is inside it (its marker file in dir exists), so that the call is truly in
+// flight; the channel gets what the call returns.
+func applyBlocking(ctx context.Context, t *testing.T, c *Client, dir string) <-chan error {
+	t.Helper()
+	marker := filepath.Join(dir, "blocking")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Apply(ctx, Step{Index: 0, Transition: "block " + marker})
+		errc <- err
+	}()
+	if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
+		return fileExists(marker), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return errc
+}
+
 // TestPluginProcess checks the life of a plugin process: a plugin killed during a call, Close
 // and the processes the plugin started in its own group.
 func TestPluginProcess(t *testing.T) {
@@ -206,18 +225,7 @@ func TestPluginProcess(t *testing.T) {
 		c, _ := launchTest(t, bin)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		marker := filepath.Join(t.TempDir(), "blocking")
-		errc := make(chan error, 1)
-		go func() {
-			_, err := c.Apply(ctx, Step{Index: 0, Transition: "block " + marker})
-			errc <- err
-		}()
-		// Kill only once the plugin is inside Apply, so that the call is truly in flight.
-		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
-			return fileExists(marker), nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		errc := applyBlocking(ctx, t, c, t.TempDir())
 		if err := syscall.Kill(c.Pid(), syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -251,17 +259,7 @@ func TestPluginProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		child := awaitPid(t, filepath.Join(dir, "child.pid"))
-		marker := filepath.Join(dir, "blocking")
-		errc := make(chan error, 1)
-		go func() {
-			_, err := c.Apply(ctx, Step{Index: 0, Transition: "block " + marker})
-			errc <- err
-		}()
-		if err := proc.WaitFor(ctx, 10*time.Second, "the plugin to enter Apply", func(context.Context) (bool, error) {
-			return fileExists(marker), nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		errc := applyBlocking(ctx, t, c, dir)
 		if err := syscall.Kill(c.Pid(), syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
