@@ -203,8 +203,9 @@ func startCluster(what string, n int) (all []*server, stop func()) {
 }
 
 // createStream creates stream name with one replica per server of all, through the first,
-// once the meta group has a leader.
-func createStream(all []*server, name string) {
+// once the meta group has a leader, and returns its leader and the other servers once every
+// server follows it.
+func createStream(all []*server, name string) (leader *server, followers []*server) {
 	await("stream "+name+" created", func() bool {
 		nc, err := nats.Connect(all[0].url(), nats.NoReconnect())
 		if err != nil {
@@ -215,6 +216,13 @@ func createStream(all []*server, name string) {
 		_, err = js.AddStream(&nats.StreamConfig{Name: name, Subjects: []string{strings.ToLower(name) + ".>"}, Storage: nats.FileStorage, Replicas: len(all)})
 		return err == nil
 	})
+	leader = leaderAmong(all)
+	for _, s := range all {
+		if s != leader {
+			followers = append(followers, s)
+		}
+	}
+	return leader, followers
 }
 
 // awaitAllCurrent waits until every server of all follows one stream leader and it counts

@@ -50,14 +50,7 @@ func run() int {
 	defer stop()
 
 	// 1. The stream, once the meta group has a leader.
-	createStream(all, "R5")
-	leader := leaderAmong(all)
-	var followers []*server
-	for _, s := range all {
-		if s != leader {
-			followers = append(followers, s)
-		}
-	}
+	leader, followers := createStream(all, "R5")
 	a, b, c, d := followers[0], followers[1], followers[2], followers[3]
 	fmt.Println("1. stream R5 created; its leader is", leader.name)
 

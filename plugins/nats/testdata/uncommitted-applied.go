@@ -40,14 +40,7 @@ func run() int {
 	defer stop()
 
 	// 1. The stream, once the meta group has a leader.
-	createStream(all, "R3")
-	leader := leaderAmong(all)
-	var followers []*server
-	for _, s := range all {
-		if s != leader {
-			followers = append(followers, s)
-		}
-	}
+	leader, followers := createStream(all, "R3")
 	fmt.Println("1. stream R3 created; its leader is", leader.name)
 
 	// 2. w1 reaches the leader alone.
