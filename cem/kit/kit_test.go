@@ -253,3 +253,20 @@ func TestOutput(t *testing.T) {
 		})
 	}
 }
+
+func TestExpandHome(t *testing.T) {
+	t.Setenv("HOME", "/home/someone")
+	for _, tt := range []struct{ path, want string }{
+		{"~/.cache/modulo/nats-server/2.12.2/nats-server", "/home/someone/.cache/modulo/nats-server/2.12.2/nats-server"},
+		{"~", "/home/someone"},
+		{"~other/bin/server", "~other/bin/server"}, // another user's home is the shell's business
+		{"/usr/sbin/nats-server", "/usr/sbin/nats-server"},
+		{"nats-server", "nats-server"},
+		{"bin/~/server", "bin/~/server"},
+	} {
+		got, err := kit.ExpandHome(tt.path)
+		if err != nil || got != tt.want {
+			t.Errorf("ExpandHome(%q) = %q, %v; want %q", tt.path, got, err, tt.want)
+		}
+	}
+}

@@ -34,7 +34,11 @@ func (p *Plugin) startServer(r *Replica) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.Name, err)
 	}
-	proc, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: cmd.Path, Args: cmd.Args, Env: cmd.Env, NetNS: r.NetNS})
+	path, err := ExpandHome(cmd.Path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
+	}
+	proc, err := proc.StartProcess(proc.ProcessSpec{Name: r.Name, Dir: r.Dir, Path: path, Args: cmd.Args, Env: cmd.Env, NetNS: r.NetNS})
 	if err != nil {
 		return err
 	}
@@ -321,6 +325,21 @@ func indent(lines []string) string {
 	return "  " + strings.Join(lines, "\n  ")
 }
 
+// ExpandHome reads a path that begins with ~/ (or is ~) as under the user's home directory, as
+// a shell would: a plugin's table names servers that scripts/setup builds into ~/.cache/modulo,
+// and TOML leaves the ~ to the reader. Any other path is returned as it is.
+func ExpandHome(path string) (string, error) {
+	rest, ok := strings.CutPrefix(path, "~")
+	if !ok || rest != "" && rest[0] != '/' {
+		return path, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return home + rest, nil
+}
+
 // outputLimit bounds how much of a failing command's output an error quotes: its end, where a
 // command says why it failed.
 const outputLimit = 8 << 10
@@ -329,7 +348,11 @@ const outputLimit = 8 << 10
 // own that is killed when ctx ends, and returns what it printed on stdout and stderr. Its error
 // names the command and quotes its whole output (its last 8 KiB, when longer).
 func Output(ctx context.Context, path string, args ...string) (string, error) {
-	bin, err := exec.LookPath(path)
+	expanded, err := ExpandHome(path)
+	if err != nil {
+		return "", err
+	}
+	bin, err := exec.LookPath(expanded)
 	if err != nil {
 		return "", fmt.Errorf("server binary %q not found", path)
 	}

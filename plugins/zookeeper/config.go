@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/modulo-testing/modulo/cem/kit"
 )
@@ -232,13 +231,9 @@ func (c *Config) cacheDir() (string, error) {
 // jarDir is JarDir with a leading ~ read as the user's home directory, as a shell would: the
 // builds of scripts/build-zookeeper live in ~/.cache/modulo/zookeeper/<version>.
 func (c *Config) jarDir() (string, error) {
-	rest, ok := strings.CutPrefix(c.JarDir, "~")
-	if !ok || (rest != "" && rest[0] != '/') {
-		return c.JarDir, nil
-	}
-	home, err := os.UserHomeDir()
+	dir, err := kit.ExpandHome(c.JarDir)
 	if err != nil {
-		return "", fmt.Errorf("jar_dir %s: %w", c.JarDir, err)
+		return "", fmt.Errorf("jar_dir: %w", err)
 	}
-	return home + rest, nil
+	return dir, nil
 }
