@@ -30,6 +30,25 @@ type Folder struct {
 	Snapshot *cem.Snapshot
 }
 
+// readScheduleText reads the schedule a failure folder (dir) ran, and its body as the line
+// holds it.
+func readScheduleText(dir string) (schedules.Schedule, string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ScheduleText))
+	if err != nil {
+		return schedules.Schedule{}, "", err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	id, body, ok := strings.Cut(first, " ")
+	if !ok || len(id) != schedules.IDLen {
+		return schedules.Schedule{}, "", fmt.Errorf("%s: first line is not a schedule line: %q", ScheduleText, first)
+	}
+	steps, err := schedules.ParseBody(body)
+	if err != nil {
+		return schedules.Schedule{}, "", fmt.Errorf("%s: %w", ScheduleText, err)
+	}
+	return schedules.Schedule{ID: id, Steps: steps}, body, nil
+}
+
 // ReadFailure reads failures/<id>/ of the campaign directory dir.
 func ReadFailure(dir, id string) (Folder, error) {
 	f := Folder{Dir: filepath.Join(dir, FailuresDir, id)}
@@ -40,22 +59,12 @@ func ReadFailure(dir, id string) (Folder, error) {
 }
 
 func (f *Folder) read() error {
-	b, err := os.ReadFile(filepath.Join(f.Dir, ScheduleText))
-	if err != nil {
+	var err error
+	if f.Schedule, f.Body, err = readScheduleText(f.Dir); err != nil {
 		return err
 	}
-	first, _, _ := strings.Cut(string(b), "\n")
-	id, body, ok := strings.Cut(first, " ")
-	if !ok || len(id) != schedules.IDLen {
-		return fmt.Errorf("%s: first line is not a schedule line: %q", ScheduleText, first)
-	}
-	steps, err := schedules.ParseBody(body)
+	b, err := os.ReadFile(filepath.Join(f.Dir, VerdictText))
 	if err != nil {
-		return fmt.Errorf("%s: %w", ScheduleText, err)
-	}
-	f.Schedule, f.Body = schedules.Schedule{ID: id, Steps: steps}, body
-
-	if b, err = os.ReadFile(filepath.Join(f.Dir, VerdictText)); err != nil {
 		return err
 	}
 	head, detail, _ := strings.Cut(string(b), "\n\n")

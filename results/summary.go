@@ -222,6 +222,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if classes := s.Classes(); classes != "" {
 		fmt.Fprintf(tw, "failed\t%s\n", classes)
 	}
+	if kinds := s.NotPassedKinds(); kinds != "" {
+		fmt.Fprintf(tw, "kinds\t%s\n", kinds)
+	}
 	if n := s.RestoredCount(); n > 0 {
 		fmt.Fprintf(tw, "shared\t%d of %d schedules restored a prefix that another schedule's run saved\n", n, len(s.Latest))
 	}
@@ -274,6 +277,50 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
 	}
 	return tw.Flush()
+}
+
+// NotPassedKinds says, for a DRM whose divergences name each failure's kind, how many of the
+// schedules that did not pass fail a replica by each kind, read from their failure folders:
+// "the failures of the 2 schedules that did not pass, by kind: power-loss 2, partition 2,
+// pause 2" (a schedule counts once for each kind it takes). Empty for other DRMs and when
+// every schedule passed.
+func (s *Summary) NotPassedKinds() string {
+	if !s.Header.DRM.Model.FailureKinds() {
+		return ""
+	}
+	np := s.NotPassed()
+	count := map[aem.Failure]int{}
+	read := 0
+	for _, r := range np {
+		sched, _, err := readScheduleText(filepath.Join(s.Dir, FailuresDir, r.ID))
+		if err != nil {
+			continue // no folder (a run cut short): counted out below
+		}
+		read++
+		taken := map[aem.Failure]bool{}
+		for _, t := range sched.Steps {
+			for _, f := range t.Failures {
+				taken[s.Header.DRM.KindOf(f)] = true
+			}
+		}
+		for f := range taken {
+			count[f]++
+		}
+	}
+	if read == 0 {
+		return ""
+	}
+	var parts []string
+	for _, f := range aem.Kinds {
+		if count[f] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f, count[f]))
+		}
+	}
+	what := fmt.Sprintf("%d %s", len(np), words.Plural(len(np), "schedule", "schedules"))
+	if read < len(np) {
+		what = fmt.Sprintf("%d of the %d with a failure folder", read, len(np))
+	}
+	return fmt.Sprintf("the failures of the %s that did not pass, by kind: %s", what, strings.Join(parts, ", "))
 }
 
 // Classes counts the failed schedules by the check they failed, and says how many of them the

@@ -16,7 +16,7 @@ import (
 )
 
 // recordedCampaigns are the real campaigns of testdata/campaigns (see its README).
-var recordedCampaigns = []string{"slr-1x3", "slr-2x3-broken"}
+var recordedCampaigns = []string{"slr-1x3", "slr-2x3-broken", "qpn-course-1x5"}
 
 // TestReadSummaryRecorded checks the summary of each recorded campaign against its files read
 // independently: the schedule count of the model, a holding record per schedule, the

@@ -64,8 +64,9 @@ func TestRunBadInput(t *testing.T) {
 	}{
 		{"no output", Options{Dir: campaign}, "-o FILE is required: where to write the report (- for standard output)"},
 		{"not a campaign", Options{Dir: empty, Output: "-"}, empty + ": not a campaign's results directory: no campaign.json in it or in its directories"},
-		{"several campaigns", Options{Dir: filepath.Dir(campaign), Output: "-"}, filepath.Dir(campaign) + " holds 3 campaigns (" +
-			filepath.Join(filepath.Dir(campaign), "mdl-1x2") + ", " + filepath.Join(filepath.Dir(campaign), "slr-1x3") + ", " + campaign + "): name one; a report is of one campaign"},
+		{"several campaigns", Options{Dir: filepath.Dir(campaign), Output: "-"}, filepath.Dir(campaign) + " holds 4 campaigns (" +
+			filepath.Join(filepath.Dir(campaign), "mdl-1x2") + ", " + filepath.Join(filepath.Dir(campaign), "qpn-course-1x5") + ", " +
+			filepath.Join(filepath.Dir(campaign), "slr-1x3") + ", " + campaign + "): name one; a report is of one campaign"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
