@@ -584,8 +584,9 @@ func (s *suite) pluginDeath(t *testing.T, plan Plan) {
 			t.Run(signalName(sig)+"/"+h.name, func(t *testing.T) { s.dieWith(t, sig, h.steps, nil) })
 		}
 	}
-	// The step after the first failure recovers it: a convergence, which waits for the cluster
-	// (a restart, a detection time), so the signal comes while the plugin waits.
+	// The step after the last kind's failure is, in the quorum models, the convergence that
+	// recovers it, which waits for the cluster (a restart, a detection time): the signal comes
+	// while the plugin waits. Elsewhere it is whatever step comes next.
 	h := held[len(held)-1]
 	if k := len(h.steps); k > 0 && k < len(h.whole) {
 		t.Run("SIGTERM/during a step", func(t *testing.T) { s.dieWith(t, syscall.SIGTERM, h.steps, &h.whole[k]) })
