@@ -663,13 +663,9 @@ func (s *suite) dieWith(t *testing.T, sig syscall.Signal, steps []aem.Transition
 		t.Fatal(err)
 	}
 	c.tornDown = true // nobody is left to tear it down: that is the point
-	servers := "every server to die with the plugin"
+	servers, bound := "every server to die with the plugin", pluginDeathTimeout
 	if sig == syscall.SIGTERM {
-		servers = "the plugin to tear its cluster down and exit"
-	}
-	bound := pluginDeathTimeout
-	if sig == syscall.SIGTERM {
-		bound = pluginTermTimeout
+		servers, bound = "the plugin to tear its cluster down and exit", pluginTermTimeout
 	}
 	err := proc.WaitFor(context.Background(), bound, servers, func(context.Context) (bool, error) {
 		if sig == syscall.SIGTERM && !client.Exited() {
