@@ -280,33 +280,11 @@ func (s *Summary) WriteText(w io.Writer) error {
 }
 
 // NotPassedKinds says, for a DRM whose divergences name each failure's kind, how many of the
-// schedules that did not pass fail a replica by each kind, read from their failure folders:
-// "the failures of the 2 schedules that did not pass, by kind: power-loss 2, partition 2,
-// pause 2" (a schedule counts once for each kind it takes). Empty for other DRMs and when
-// every schedule passed.
+// schedules that did not pass fail a replica by each kind (NotPassedKindCounts): "the failures
+// of the 2 schedules that did not pass, by kind: power-loss 2, partition 2, pause 2". Empty for
+// other DRMs and when every schedule passed.
 func (s *Summary) NotPassedKinds() string {
-	if !s.Header.DRM.Model.FailureKinds() {
-		return ""
-	}
-	np := s.NotPassed()
-	count := map[aem.Failure]int{}
-	read := 0
-	for _, r := range np {
-		sched, _, err := readScheduleText(filepath.Join(s.Dir, FailuresDir, r.ID))
-		if err != nil {
-			continue // no folder (a run cut short): counted out below
-		}
-		read++
-		taken := map[aem.Failure]bool{}
-		for _, t := range sched.Steps {
-			for _, f := range t.Failures {
-				taken[s.Header.DRM.KindOf(f)] = true
-			}
-		}
-		for f := range taken {
-			count[f]++
-		}
-	}
+	count, read := s.NotPassedKindCounts()
 	if read == 0 {
 		return ""
 	}
@@ -316,11 +294,42 @@ func (s *Summary) NotPassedKinds() string {
 			parts = append(parts, fmt.Sprintf("%s %d", f, count[f]))
 		}
 	}
-	what := fmt.Sprintf("%d %s", len(np), words.Plural(len(np), "schedule", "schedules"))
-	if read < len(np) {
-		what = fmt.Sprintf("%d of the %d with a failure folder", read, len(np))
+	np := len(s.NotPassed())
+	what := fmt.Sprintf("%d %s", np, words.Plural(np, "schedule", "schedules"))
+	if read < np {
+		what = fmt.Sprintf("%d of the %d with a failure folder", read, np)
 	}
 	return fmt.Sprintf("the failures of the %s that did not pass, by kind: %s", what, strings.Join(parts, ", "))
+}
+
+// NotPassedKindCounts counts, for a DRM whose divergences name each failure's kind, the
+// schedules that did not pass by each kind their failures take, as the DRM realises it (a
+// schedule counts once for each), read from their failure folders; read is how many folders
+// were read. Nothing for other DRMs.
+func (s *Summary) NotPassedKindCounts() (count map[aem.Failure]int, read int) {
+	count = map[aem.Failure]int{}
+	if !s.Header.DRM.Model.FailureKinds() {
+		return count, 0
+	}
+	for _, r := range s.NotPassed() {
+		sched, _, err := readScheduleText(filepath.Join(s.Dir, FailuresDir, r.ID))
+		if err != nil {
+			continue // no folder (deleted to save room): not counted
+		}
+		read++
+		taken := map[aem.Failure]bool{}
+		for _, t := range sched.Steps {
+			for _, f := range t.Failures {
+				if k := s.Header.DRM.KindOf(f); slices.Contains(aem.Kinds, k) {
+					taken[k] = true
+				}
+			}
+		}
+		for f := range taken {
+			count[f]++
+		}
+	}
+	return count, read
 }
 
 // Classes counts the failed schedules by the check they failed, and says how many of them the

@@ -3,6 +3,7 @@ package results_test
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -307,5 +308,27 @@ func TestWriteTextLongValues(t *testing.T) {
 	}
 	if len(line) > 600 || strings.Count(line, "\n") != 1 { // whole, its four values would take 40 KB
 		t.Errorf("the failure takes %d bytes in %d lines:\n%s", len(line), strings.Count(line, "\n"), line)
+	}
+}
+
+// TestNotPassedKindCounts: the recorded NATS campaign's one failure takes a power loss, a
+// partition and a pause; a Redis DRM names no kinds.
+func TestNotPassedKindCounts(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		want     map[aem.Failure]int
+		wantRead int
+	}{
+		{"qpn-course-1x5", map[aem.Failure]int{aem.FailPowerLoss: 1, aem.FailPartition: 1, aem.FailPause: 1}, 1},
+		{"slr-2x3-broken", map[aem.Failure]int{}, 0},
+	} {
+		s, err := results.ReadSummary(filepath.Join("testdata", "campaigns", tt.name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		count, read := s.NotPassedKindCounts()
+		if !maps.Equal(count, tt.want) || read != tt.wantRead {
+			t.Errorf("%s: %v from %d folders, want %v from %d", tt.name, count, read, tt.want, tt.wantRead)
+		}
 	}
 }

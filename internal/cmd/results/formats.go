@@ -78,6 +78,7 @@ type (
 		Incomplete    int            `json:"incomplete"`
 		Error         int            `json:"error"`
 		FailedByClass map[string]int `json:"failed_by_class"`
+		NotPassedKind map[string]int `json:"not_passed_by_kind"`
 	}
 	jsonRecord struct {
 		ID         string `json:"id"`
@@ -106,13 +107,17 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			Summary: jsonSummary{
 				Total: s.Total, Done: s.Done(),
 				Pass: n.Pass, Fail: n.Fail, Flaky: n.Flaky, Incomplete: n.Incomplete, Error: n.Error,
-				FailedByClass: map[string]int{},
+				FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
 			},
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
 		}
 		byClass, _ := s.ClassCounts()
 		for class, n := range byClass {
 			e.Summary.FailedByClass[string(class)] = n
+		}
+		byKind, _ := s.NotPassedKindCounts()
+		for kind, n := range byKind {
+			e.Summary.NotPassedKind[kind.String()] = n
 		}
 		for _, r := range s.NotPassed() {
 			rec := jsonRecord{

@@ -180,6 +180,7 @@ type (
 			Incomplete    int            `json:"incomplete"`
 			Error         int            `json:"error"`
 			FailedByClass map[string]int `json:"failed_by_class"`
+			NotPassedKind map[string]int `json:"not_passed_by_kind"`
 		} `json:"summary"`
 		NotPassed []recordJSON `json:"not_passed"`
 	}
@@ -221,7 +222,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 	}
 	wantKeys := map[string][]string{
 		"campaign":   {"drm", "ops", "replicas", "schedule_file", "plugin", "plugin_version", "server_version", "modulo_version", "started"},
-		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "failed_by_class"},
+		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "failed_by_class", "not_passed_by_kind"},
 		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir"},
 	}
 	objects := map[string][]map[string]any{
@@ -245,7 +246,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 	}
 	sum := e.Summary
 	if sum.Total != 90 || sum.Done != 6 || sum.Pass != 3 || sum.Fail != 1 || sum.Flaky != 1 || sum.Incomplete != 1 || sum.Error != 1 ||
-		!maps.Equal(sum.FailedByClass, map[string]int{"lost-write": 1}) {
+		!maps.Equal(sum.FailedByClass, map[string]int{"lost-write": 1}) || len(sum.NotPassedKind) != 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	want := []recordJSON{

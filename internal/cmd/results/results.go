@@ -53,9 +53,11 @@ Formats (--format):
                        server_version, modulo_version, started (RFC 3339)
            summary     total (the campaign's schedules), done (those with a verdict that
                        holds), pass, fail, flaky, incomplete and error (the schedules with
-                       a verdict by label, as the text counts them) and failed_by_class
+                       a verdict by label, as the text counts them), failed_by_class
                        (the fails by class: divergence, lost-write, broken-replication,
-                       self-check)
+                       self-check) and not_passed_by_kind (for a DRM that mixes failure
+                       kinds, the non-passes that take each kind: crash, power-loss,
+                       partition, pause; {} otherwise)
            not_passed  every schedule that did not pass, in the order recorded: id,
                        verdict (as recorded), flaky (true when labelled flaky), class (of
                        a fail; "" otherwise), step (the 1-based step after which a fail
