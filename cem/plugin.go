@@ -77,7 +77,7 @@ func Serve(impl CEM) {
 		JSONFormat: true, // so that modulo keeps each line's level
 	})
 	hclog.SetDefault(logger)
-	life, die := context.WithCancelCause(context.Background())
+	life, die := context.WithCancel(context.Background())
 	endOnTerminate(impl, die)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,

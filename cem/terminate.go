@@ -4,7 +4,6 @@ package cem
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,28 +13,38 @@ import (
 	"google.golang.org/grpc"
 )
 
-// terminateTimeout bounds the teardown a plugin does when it is told to end: long enough for a
-// JVM to die and a FUSE mount to go, short of the grace that an engine gives before SIGKILL
-// (Kubernetes 30 s, Slurm's KillWait 30 s).
+// terminateTimeout bounds how long a plugin told to end may take to tear its cluster down
+// before it exits anyway: long enough for a JVM to die and a FUSE mount to go, short of the
+// grace that an engine gives before SIGKILL (Kubernetes 30 s, Slurm's KillWait 30 s).
 const terminateTimeout = 20 * time.Second
 
 // endOnTerminate makes a SIGTERM end the plugin cleanly: the calls under way are cancelled
 // (their contexts end with life), impl's cluster is torn down (its servers killed, paused ones
 // too, its mounts and namespaces gone) and the process exits with status 143, as a process
-// that SIGTERM killed. Without it Go's default would exit at once and leave the servers to the
-// parent-death signal and the mounts to modulo's sweep, which a plugin killed alone (by an
-// operator, an engine ending a job, the OOM killer's neighbour) never gets. SIGINT stays
-// ignored, as go-plugin has it: Ctrl-C reaches modulo, which tears the cluster down itself.
-func endOnTerminate(impl CEM, die context.CancelCauseFunc) {
+// that SIGTERM killed, within terminateTimeout whatever the teardown does; a second SIGTERM
+// kills it at once. Without it Go's default would exit at once and leave the servers to their
+// parent-death signal and the mounts to modulo's sweep, which a plugin ended alone (by an
+// operator's kill, or a job engine that signals every process of a job) never gets. SIGINT
+// stays ignored, as go-plugin has it: Ctrl-C reaches modulo, which tears the cluster down
+// itself.
+func endOnTerminate(impl CEM, die context.CancelFunc) {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGTERM)
 	go func() {
 		sig := <-ch
-		die(fmt.Errorf("the plugin got %v", sig))
+		signal.Reset(syscall.SIGTERM)
+		die()
 		ctx, cancel := context.WithTimeout(context.Background(), terminateTimeout)
 		defer cancel()
-		if err := impl.Teardown(ctx); err != nil {
-			hclog.L().Error("tearing the cluster down on "+sig.String(), "error", err)
+		done := make(chan error, 1)
+		go func() { done <- impl.Teardown(ctx) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				hclog.L().Error("tearing the cluster down on "+sig.String(), "error", err)
+			}
+		case <-ctx.Done():
+			hclog.L().Error("tearing the cluster down on " + sig.String() + ": not done within " + terminateTimeout.String() + "; exiting anyway")
 		}
 		os.Exit(128 + int(syscall.SIGTERM))
 	}()
@@ -44,11 +53,11 @@ func endOnTerminate(impl CEM, die context.CancelCauseFunc) {
 // within makes every call's context end with life as well as with its caller.
 func within(life context.Context) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, cancel := context.WithCancelCause(ctx)
-		stop := context.AfterFunc(life, func() { cancel(context.Cause(life)) })
+		ctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(life, cancel)
 		defer func() {
 			stop()
-			cancel(nil)
+			cancel()
 		}()
 		return handler(ctx, req)
 	}

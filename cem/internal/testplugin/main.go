@@ -15,7 +15,8 @@
 //   - Read puts replica i in group i%2.
 //   - Apply writes "step N" = transition into every replica and reports one action; besides,
 //     "break I" makes replica I unreadable. Four transitions write nothing: "block PATH"
-//     creates PATH and waits until the call's context ends, "unreached WHAT" reports an
+//     creates PATH and waits, holding the lock that Teardown takes, until the call's context
+//     ends, "unreached WHAT" reports an
 //     action without a time and returns a *cem.NotReachedError awaiting WHAT, "fail TEXT"
 //     returns an error, and "log TEXT" logs TEXT at Info, then at Warn.
 package main
@@ -142,6 +143,9 @@ func (m *memory) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	verb, arg, _ := strings.Cut(step.Transition, " ")
 	switch verb {
 	case "block":
+		// Holding the lock, as the kit's Apply does: a Teardown waits until the call ends.
+		m.mu.Lock()
+		defer m.mu.Unlock()
 		if err := os.WriteFile(arg, nil, 0o644); err != nil {
 			return cem.StepReport{}, err
 		}
