@@ -272,7 +272,11 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(to)); err != nil {
 		return false, err
 	}
-	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: s.cfg.Server, Args: serverArgs(to), NetNS: to.NetNS})
+	server, err := kit.ExpandHome(s.cfg.Server)
+	if err != nil {
+		return false, err
+	}
+	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: server, Args: serverArgs(to), NetNS: to.NetNS})
 	if err != nil {
 		return false, err
 	}

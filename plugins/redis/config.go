@@ -272,7 +272,11 @@ func (c *Config) check() error {
 // serverPath resolves the server binary, naming every path it tried when there is none.
 func (c *Config) serverPath() (string, error) {
 	if c.Server != "" {
-		p, err := exec.LookPath(c.Server)
+		server, err := kit.ExpandHome(c.Server)
+		if err != nil {
+			return "", err
+		}
+		p, err := exec.LookPath(server)
 		if err != nil {
 			return "", fmt.Errorf("redis server binary %q not found", c.Server)
 		}
