@@ -578,7 +578,10 @@ func (s *suite) checkEnd(t *testing.T, what string, steps []aem.Transition, snap
 // may be left: after SIGKILL once the executor's sweep (proc.KillLeftovers) has run, after
 // SIGTERM with no sweep at all, since the plugin tears its cluster down itself.
 func (s *suite) pluginDeath(t *testing.T, plan Plan) {
-	held := s.failedBy(plan)
+	held, missing := s.failedBy(plan)
+	for _, kind := range missing {
+		t.Errorf("no planned schedule fails a replica by %s, a kind of %s", kind, s.drm.Name)
+	}
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		for _, h := range held {
 			t.Run(signalName(sig)+"/"+h.name, func(t *testing.T) { s.dieWith(t, sig, h.steps, nil) })
@@ -601,11 +604,19 @@ type heldFailure struct {
 }
 
 // failedBy finds, for each failure kind of the DRM, the shortest prefix of a planned schedule
-// that ends with a replica failed by it; for a DRM whose replicas fail by no kind (link
-// failures), the cluster as it starts.
-func (s *suite) failedBy(plan Plan) []heldFailure {
-	var held []heldFailure
-	for _, kind := range s.drm.Kinds() {
+// that ends with a replica failed by it, and the kinds no planned schedule gives; for a DRM
+// whose replicas fail by no kind (link failures), the cluster as it starts.
+func (s *suite) failedBy(plan Plan) (held []heldFailure, missing []aem.Failure) {
+	kinds := s.drm.Kinds()
+	// How a replica that went offline failed: a model of one kind that does not say (S/S/R's
+	// suspensions) fails every replica by it.
+	kindOf := func(state *aem.State, a int) aem.Failure {
+		if k := s.drm.KindOf(state.FailedAs(a)); k != aem.NotInLayout || len(kinds) != 1 {
+			return k
+		}
+		return kinds[0]
+	}
+	for _, kind := range kinds {
 		var best *heldFailure
 		for _, p := range plan.Schedules {
 			state := s.drm.Model.Init(s.params)
@@ -616,7 +627,7 @@ func (s *suite) failedBy(plan Plan) []heldFailure {
 				}
 				failed := false
 				for a := range s.params.Replicas {
-					failed = failed || state.On[a] && !next.On[a] && s.drm.KindOf(next.FailedAs(a)) == kind
+					failed = failed || state.On[a] && !next.On[a] && kindOf(&next, a) == kind
 				}
 				state = next
 				if failed {
@@ -629,12 +640,14 @@ func (s *suite) failedBy(plan Plan) []heldFailure {
 		}
 		if best != nil {
 			held = append(held, *best)
+		} else {
+			missing = append(missing, kind)
 		}
 	}
 	if len(held) == 0 {
 		held = append(held, heldFailure{name: "a cluster running"})
 	}
-	return held
+	return held, missing
 }
 
 // dieWith realises steps through the plugin binary, starts step during (if any) without
@@ -654,10 +667,17 @@ func (s *suite) dieWith(t *testing.T, sig syscall.Signal, steps []aem.Transition
 		}
 	}
 	if during != nil {
+		ended := make(chan struct{})
 		go func() { // it fails, or ends, when the plugin does; what it says does not matter
 			_, _ = client.Apply(context.Background(), cem.Step{Index: len(steps), Transition: during.String()})
+			close(ended)
 		}()
 		time.Sleep(duringDelay)
+		select {
+		case <-ended:
+			t.Logf("step %s ended within %v, before the signal: the plugin is ended between steps", during, duringDelay)
+		default:
+		}
 	}
 	if err := syscall.Kill(client.Pid(), sig); err != nil {
 		t.Fatal(err)
@@ -711,8 +731,9 @@ func (s *suite) dieWith(t *testing.T, sig syscall.Signal, steps []aem.Transition
 }
 
 // duringDelay is how long dieWith lets a step run before the signal: long enough for the
-// call to reach the plugin, well short of any convergence of a real server.
-const duringDelay = 100 * time.Millisecond
+// call to reach the plugin on a loaded machine, short of any convergence of a real server (a
+// restart, a detection time of a second or more).
+const duringDelay = 500 * time.Millisecond
 
 // pluginDeathTimeout bounds how long servers may outlive their plugin: the kernel sends them
 // SIGKILL (their parent-death signal) at once.
