@@ -279,36 +279,36 @@ func (s *Summary) WriteText(w io.Writer) error {
 	return tw.Flush()
 }
 
-// NotPassedKinds says, for a DRM whose divergences name each failure's kind, how many of the
-// schedules that did not pass fail a replica by each kind (NotPassedKindCounts): "the failures
+// NotPassedKinds says, for a DRM whose failures take several kinds, how many of the schedules
+// that did not pass fail a replica by each kind (NotPassedKindCounts): "the failures
 // of the 2 schedules that did not pass, by kind: power-loss 2, partition 2, pause 2". Empty for
 // other DRMs and when every schedule passed.
 func (s *Summary) NotPassedKinds() string {
 	count, read := s.NotPassedKindCounts()
-	if read == 0 {
-		return ""
-	}
 	var parts []string
 	for _, f := range aem.Kinds {
 		if count[f] > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", f, count[f]))
 		}
 	}
-	np := len(s.NotPassed())
-	what := fmt.Sprintf("%d %s", np, words.Plural(np, "schedule", "schedules"))
-	if read < np {
-		what = fmt.Sprintf("%d of the %d with a failure folder", read, np)
+	if len(parts) == 0 {
+		return ""
 	}
-	return fmt.Sprintf("the failures of the %s that did not pass, by kind: %s", what, strings.Join(parts, ", "))
+	np := len(s.NotPassed())
+	line := fmt.Sprintf("the failures of the %d %s that did not pass, by kind: %s", np, words.Plural(np, "schedule", "schedules"), strings.Join(parts, ", "))
+	if read < np {
+		line += fmt.Sprintf(" (read from the %d that kept a failure folder)", read)
+	}
+	return line
 }
 
-// NotPassedKindCounts counts, for a DRM whose divergences name each failure's kind, the
-// schedules that did not pass by each kind their failures take, as the DRM realises it (a
+// NotPassedKindCounts counts, for a DRM whose failures take several kinds, the schedules that
+// did not pass by each kind their failures take, as the DRM realises it (a
 // schedule counts once for each), read from their failure folders; read is how many folders
 // were read. Nothing for other DRMs.
 func (s *Summary) NotPassedKindCounts() (count map[aem.Failure]int, read int) {
 	count = map[aem.Failure]int{}
-	if !s.Header.DRM.Model.FailureKinds() {
+	if len(s.Header.DRM.Kinds()) < 2 {
 		return count, 0
 	}
 	for _, r := range s.NotPassed() {

@@ -1,6 +1,7 @@
 // split-brain.go reproduces by hand, without modulo, the split brain that split-brain.txt keeps
-// (nats-server#7567's course): five nats-server processes of a release with sync_interval
-// (2.10 and later; its default, two minutes) and a few lines of nats.go.
+// (nats-server#7567's course): five nats-server processes at their defaults (2.12.2's
+// sync_interval is two minutes; 2.9.10 has none, and fails the same way, its power loss being
+// the copied store below) and a few lines of nats.go.
 //
 //	go run plugins/nats/testdata/split-brain.go plugins/nats/testdata/cluster.go ~/.cache/modulo/nats-server/2.12.2/nats-server
 //
