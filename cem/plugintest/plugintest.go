@@ -740,7 +740,7 @@ const duringDelay = 500 * time.Millisecond
 const pluginDeathTimeout = 10 * time.Second
 
 // pluginTermTimeout bounds how long a plugin sent SIGTERM may take to end the step under way,
-// tear its cluster down and exit: more than the teardown's own bound (cem's 20 s).
+// tear its cluster down and exit: more than the 20 s within which cem.Serve exits anyway.
 const pluginTermTimeout = 40 * time.Second
 
 // lostWrite realises a schedule whose first divergence commits a write, with the kit's
