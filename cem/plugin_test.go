@@ -264,11 +264,13 @@ func TestPluginProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The step under way holds the lock Teardown takes: only the cancellation of the calls
-		// under way lets the teardown run before the plugin's exit deadline (20 s).
+		// under way lets the teardown run, and the plugin exit, before its exit deadline (20 s).
+		// What the call returns is a race of its cancelled answer with the plugin's exit: the
+		// time tells, and the child (below) that the teardown ran.
 		select {
 		case err := <-errc:
-			if err == nil || !strings.Contains(err.Error(), "context canceled") {
-				t.Errorf("Apply on a plugin sent SIGTERM: %v, want it cancelled", err)
+			if err == nil {
+				t.Error("Apply on a plugin sent SIGTERM succeeded")
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("Apply on a plugin sent SIGTERM still runs after 10 s: the calls under way were not cancelled")
