@@ -1,12 +1,15 @@
 package plugintest
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,8 +43,20 @@ func Campaign(t *testing.T, bin, drm string, params Params, config string, worke
 	defer cancel()
 	run := exec.CommandContext(ctx, modulo, "run", file, "--config", cfgPath, "--plugin-dir", bin,
 		"--results-dir", filepath.Join(work, "results"), "--workers", strconv.Itoa(workers), "--base-port", strconv.Itoa(base))
-	out, err := run.CombinedOutput()
-	if err != nil && run.ProcessState.ExitCode() != 1 {
+	// A test killed (go test's timeout, a CI job cancelled) must not leave the campaign
+	// running: modulo gets SIGTERM when the test's thread that started it ends, and tears its
+	// clusters down.
+	run.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	var output bytes.Buffer
+	run.Stdout, run.Stderr = &output, &output
+	runtime.LockOSThread() // Pdeathsig fires when the thread that forked the child exits
+	err := run.Start()
+	runtime.UnlockOSThread()
+	if err == nil {
+		err = run.Wait()
+	}
+	out := output.Bytes()
+	if err != nil && (run.ProcessState == nil || run.ProcessState.ExitCode() != 1) {
 		t.Fatalf("modulo run: %v\n%s", err, out)
 	}
 	recs, err := results.ReadRecords(filepath.Join(work, "results", drm, "records.jsonl"))
