@@ -49,8 +49,14 @@ func TestByHand(t *testing.T) {
 func runByHand(t *testing.T, script string) (string, int) {
 	t.Helper()
 	base := plugintest.FreePorts(t, 3)
-	path, err := filepath.Abs(filepath.Join("testdata", script))
+	// A copy in a directory any user can enter: PostgreSQL's user may not reach the checkout
+	// (a clone in a directory of mode 0700, as mktemp -d makes).
+	body, err := os.ReadFile(filepath.Join("testdata", script))
 	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(plugintest.ClusterDir(t), script)
+	if err := os.WriteFile(path, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir := plugintest.ClusterDir(t)
