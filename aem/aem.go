@@ -51,14 +51,20 @@ const (
 	// FailPause stops the replica's processes where they are (SIGSTOP, as a long GC pause or a
 	// stopped VM does); they go on, without a restart, when it is recovered.
 	FailPause
+	// FailDiskError makes the replica's disk answer writes and fsyncs (and, as a setting,
+	// reads) of its state with EIO, its server left running; recovered, the disk heals.
+	FailDiskError
+	// FailCorruption kills the replica's server and corrupts one of its state files (a
+	// flipped bit, a truncation); recovered, it restarts from what is left.
+	FailCorruption
 )
 
 // Kinds lists the failure kinds a quorum model's replicas may take, in the order in which a
 // divergence's failures are enumerated and a DRM names them.
-var Kinds = []Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}
+var Kinds = []Failure{FailCrash, FailPowerLoss, FailPartition, FailPause, FailDiskError, FailCorruption}
 
 // failureNames are the kinds' names, as flags and messages write them.
-var failureNames = [...]string{NotInLayout: "not-in-layout", FailNone: "none", FailCrash: "crash", FailPartition: "partition", FailPowerLoss: "power-loss", FailPause: "pause"}
+var failureNames = [...]string{NotInLayout: "not-in-layout", FailNone: "none", FailCrash: "crash", FailPartition: "partition", FailPowerLoss: "power-loss", FailPause: "pause", FailDiskError: "disk-error", FailCorruption: "corruption"}
 
 func (f Failure) String() string {
 	if int(f) < len(failureNames) {
@@ -69,7 +75,11 @@ func (f Failure) String() string {
 
 // Down tells whether a replica that failed so has no server running until it is recovered,
 // which restarts it: the state on its disk is all there is.
-func (f Failure) Down() bool { return f == FailCrash || f == FailPowerLoss }
+func (f Failure) Down() bool { return f == FailCrash || f == FailPowerLoss || f == FailCorruption }
+
+// Disk tells whether the failure breaks the replica's disk, which a quorum system survives
+// only on a minority of its replicas: a quorum model fails at most a minority so at once.
+func (f Failure) Disk() bool { return f == FailDiskError || f == FailCorruption }
 
 // ParseFailure reads a failure kind of Kinds by its name or its letter in a schedule.
 func ParseFailure(s string) (Failure, error) {
@@ -243,7 +253,7 @@ func (s *State) appendKey(b []byte, steps bool) []byte {
 
 // failedKey marks each way to be offline in a state's key; a crash keeps the mark it had
 // before there were more kinds than crash and partition.
-var failedKey = [...]string{FailCrash: "!", FailPowerLoss: "~", FailPause: "%"}
+var failedKey = [...]string{FailCrash: "!", FailPowerLoss: "~", FailPause: "%", FailDiskError: "#", FailCorruption: "*"}
 
 // AllDown tells whether state s of model m has every replica's server down: offline, in a
 // quorum model whose only failure kind stops servers (crash, power loss), or failed so, in one

@@ -9,7 +9,8 @@ import (
 
 // TestKindSetCounts pins the counts of the quorum model over sets of failure kinds
 // (docs/aem.md): what matters is how many kinds there are, since a run of alike replicas
-// counts only how many take each. Two kinds count as crash-partition does.
+// counts only how many take each, and how many of them break disks. Two kinds count as
+// crash-partition does.
 func TestKindSetCounts(t *testing.T) {
 	sizes := []Params{{Ops: 1, Replicas: 3}, {Ops: 2, Replicas: 3}, {Ops: 3, Replicas: 3}, {Ops: 1, Replicas: 5}, {Ops: 2, Replicas: 5}}
 	for _, tt := range []struct {
@@ -24,6 +25,10 @@ func TestKindSetCounts(t *testing.T) {
 		{[]Failure{FailCrash, FailPartition, FailPause}, []uint64{126, 21366, 3623265, 1932, 5176647}},
 		{[]Failure{FailCrash, FailPowerLoss, FailPause}, []uint64{126, 21366, 3623265, 1932, 5176647}},
 		{[]Failure{FailCrash, FailPowerLoss, FailPartition, FailPause}, []uint64{288, 104576, 37983648, 6960, 62029392}},
+		// A kind that breaks disks breaks a minority's at most (TestDiskKindsMinority).
+		{[]Failure{FailCrash, FailDiskError}, []uint64{20, 674, 22634, 170, 49194}},
+		{[]Failure{FailCrash, FailCorruption}, []uint64{20, 674, 22634, 170, 49194}},
+		{[]Failure{FailCrash, FailPowerLoss, FailPause, FailDiskError, FailCorruption}, []uint64{354, 155310, 68188491, 12880, 205022413}},
 	} {
 		m, err := NewQuorumOf("Q/X/Z", tt.kinds...)
 		if err != nil {
@@ -40,6 +45,74 @@ func TestKindSetCounts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDiskKindsMinority: a model with a kind that breaks disks has exactly the schedules of
+// the same model with a kind that does not (pause for disk-error, power loss for corruption: each
+// as down as the other), less those in which more than a minority of the replicas have broken
+// disks at once: what the divergences skip, and nothing else.
+func TestDiskKindsMinority(t *testing.T) {
+	for _, tt := range []struct {
+		disk, like Failure
+		other      Failure
+	}{
+		{FailDiskError, FailPause, FailCrash},
+		{FailCorruption, FailPowerLoss, FailCrash},
+	} {
+		for _, p := range []Params{{Ops: 1, Replicas: 3}, {Ops: 2, Replicas: 3}, {Ops: 1, Replicas: 5}} {
+			t.Run(fmt.Sprintf("%s/ops=%d/n=%d", tt.disk, p.Ops, p.Replicas), func(t *testing.T) {
+				like, err := NewQuorumOf("Q/X/Z", tt.other, tt.like)
+				if err != nil {
+					t.Fatal(err)
+				}
+				disk, err := NewQuorumOf("Q/X/Z", tt.other, tt.disk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				letter := func(tr Transition) string {
+					return strings.ReplaceAll(tr.String(), string(tt.like.Letter()), string(tt.disk.Letter()))
+				}
+				minority := func(path []Transition) bool {
+					s := like.Init(p)
+					for _, tr := range path {
+						s = like.Apply(p, &s, &tr)
+						broken := 0
+						for i := range s.On {
+							if s.FailedAs(i) == tt.like {
+								broken++
+							}
+						}
+						if broken > p.Replicas/2 {
+							return false
+						}
+					}
+					return true
+				}
+				want := &bodies{keep: minority, strip: letter}
+				got := &bodies{keep: func([]Transition) bool { return true }, strip: Transition.String}
+				for _, w := range []struct {
+					m Model
+					v Visitor
+				}{{like, want}, {disk, got}} {
+					g, err := NewGraph(w.m, p)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := g.Walk(w.v); err != nil {
+						t.Fatal(err)
+					}
+				}
+				slices.Sort(want.got)
+				slices.Sort(got.got)
+				if !slices.Equal(got.got, want.got) || len(got.got) == 0 {
+					t.Errorf("%d schedules, want the %d of %s that break a minority's disks at most", len(got.got), len(want.got), tt.like)
+				}
+			})
+		}
+	}
+	if _, err := NewQuorumOf("Q/X/Z", FailDiskError, FailCorruption); err == nil {
+		t.Error("NewQuorumOf(disk-error, corruption): no error, but every divergence would break every online replica's disk")
 	}
 }
 
@@ -109,7 +182,8 @@ func TestParseFailure(t *testing.T) {
 	}{
 		{"crash", FailCrash, ""}, {"c", FailCrash, ""}, {"power-loss", FailPowerLoss, ""}, {"l", FailPowerLoss, ""},
 		{"partition", FailPartition, ""}, {"p", FailPartition, ""}, {"pause", FailPause, ""}, {"s", FailPause, ""},
-		{"none", 0, `unknown failure kind "none"`}, {"x", 0, "crash (c), power-loss (l), partition (p), pause (s)"}, {"", 0, "unknown"},
+		{"disk-error", FailDiskError, ""}, {"e", FailDiskError, ""}, {"corruption", FailCorruption, ""}, {"b", FailCorruption, ""},
+		{"none", 0, `unknown failure kind "none"`}, {"x", 0, "crash (c), power-loss (l), partition (p), pause (s), disk-error (e), corruption (b)"}, {"", 0, "unknown"},
 	} {
 		got, err := ParseFailure(tt.in)
 		switch {

@@ -37,6 +37,9 @@ func NewQuorumOf(name string, kinds ...Failure) (Quorum, error) {
 	if len(in) == 0 || len(in) != len(kinds) {
 		return Quorum{}, fmt.Errorf("quorum model %s: failure kinds %v must be one or more of %v, each once", name, kinds, Kinds)
 	}
+	if !slices.ContainsFunc(in, func(f Failure) bool { return !f.Disk() }) {
+		return Quorum{}, fmt.Errorf("quorum model %s: failure kinds %v break disks, which a divergence may do to a minority only, and it fails every online replica: mix them with a kind that does not (crash, say)", name, kinds)
+	}
 	return Quorum{name: name, kinds: in}, nil
 }
 
@@ -78,7 +81,9 @@ func (q Quorum) Next(p Params, s *State, out []Transition) []Transition {
 				return
 			}
 			failures(s, w, q.kinds, func(f []Failure) {
-				out = append(out, Transition{Kind: Divergence, Writes: w, Failures: f})
+				if disks(s, f) <= p.Replicas-quorum(p.Replicas) {
+					out = append(out, Transition{Kind: Divergence, Writes: w, Failures: f})
+				}
 			})
 		})
 	}
@@ -145,6 +150,20 @@ func failures(s *State, w []int, kinds []Failure, fn func(f []Failure)) {
 		fill(r, runs[r], 0)
 	}
 	rec(0)
+}
+
+// disks counts the replicas whose disks are broken once a divergence has failed replicas as
+// f says: those it breaks, and those offline with a broken disk already. A quorum system
+// promises to survive the disk faults of a minority only (docs/aem.md), so no divergence
+// breaks more.
+func disks(s *State, f []Failure) int {
+	n := 0
+	for i := range f {
+		if f[i].Disk() || s.FailedAs(i).Disk() {
+			n++
+		}
+	}
+	return n
 }
 
 func (q Quorum) Apply(p Params, s *State, t *Transition) State {

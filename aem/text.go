@@ -50,7 +50,7 @@ func (t *Transition) AppendText(b []byte) []byte {
 	return b
 }
 
-var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', FailPartition: 'p', FailPowerLoss: 'l', FailPause: 's'}
+var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', FailPartition: 'p', FailPowerLoss: 'l', FailPause: 's', FailDiskError: 'e', FailCorruption: 'b'}
 
 // Letter is the failure kind's letter in a schedule's divergences.
 func (f Failure) Letter() byte { return failureLetters[f] }
