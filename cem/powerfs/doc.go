@@ -34,6 +34,12 @@
 // everything durable at once (what a setup wrote before the first server starts; what a
 // restore copied in).
 //
+// Disk faults. Fail makes the file system a failing disk until Heal: the operations its Errors
+// name (writes, truncations and allocations; fsyncs of files and directories; reads) answer
+// EIO once a given number of bytes has been written since, and do nothing (a refused fsync
+// makes nothing durable). Corrupt flips a bit of one file, or truncates it, as DrawErrors and
+// Corrupt draw from a seed, with every process that used the file system gone.
+//
 // The file system itself never calls fsync on the store: the host's own durability is not
 // what a campaign asks about, and Drop alone decides what a power loss keeps.
 package powerfs

@@ -3,6 +3,7 @@ package powerfs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -116,6 +117,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	defer n.fs.lock()()
 	h, _ := fh.(*handle)
 	if size, ok := in.GetSize(); ok {
+		if errno := n.fs.refused("write", 0, func() string { return fmt.Sprintf("truncation of %s to %d bytes", n.rel(""), size) }); errno != 0 {
+			return errno
+		}
 		if h == nil {
 			file, err := os.OpenFile(n.fs.abs(n.rel("")), os.O_RDWR, 0)
 			if err != nil {
@@ -317,6 +321,9 @@ func (h *handle) truncate(size int64) syscall.Errno {
 
 func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
 	defer h.fs.lock()()
+	if errno := h.fs.refused("write", int64(len(data)), func() string { return fmt.Sprintf("write of %d bytes at %d of %s", len(data), off, h.name) }); errno != 0 {
+		return 0, errno
+	}
 	c, err := h.fs.changing(h.fd(), h.name)
 	if err == nil {
 		err = c.save(off, off+int64(len(data)))
@@ -331,11 +338,17 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 // Fsync makes the file durable (fsync and fdatasync alike) and every name operation so far.
 func (h *handle) Fsync(ctx context.Context, flags uint32) syscall.Errno {
 	defer h.fs.lock()()
+	if errno := h.fs.refused("fsync", 0, func() string { return "fsync of " + h.name }); errno != 0 {
+		return errno
+	}
 	return fs.ToErrno(h.fs.syncFile(h.fd()))
 }
 
 func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
 	defer h.fs.lock()()
+	if errno := h.fs.refused("write", 0, func() string { return fmt.Sprintf("allocation of %d bytes at %d of %s", size, off, h.name) }); errno != 0 {
+		return errno
+	}
 	lo := int64(math.MaxInt64) // an allocation that only adds space changes no byte
 	if mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_COLLAPSE_RANGE|unix.FALLOC_FL_INSERT_RANGE) != 0 {
 		lo = int64(off)
@@ -347,6 +360,9 @@ func (h *handle) Allocate(ctx context.Context, off, size uint64, mode uint32) sy
 }
 
 func (h *handle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	if errno := h.fs.refused("read", 0, func() string { return fmt.Sprintf("read of %d bytes at %d of %s", len(dest), off, h.name) }); errno != 0 {
+		return nil, errno
+	}
 	return h.inner.Read(ctx, dest, off)
 }
 func (h *handle) Flush(ctx context.Context) syscall.Errno   { return h.inner.Flush(ctx) }
@@ -394,5 +410,8 @@ func (d *dirHandle) Releasedir(ctx context.Context, flags uint32) {
 
 func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	defer d.fs.lock()()
+	if errno := d.fs.refused("fsync", 0, func() string { return "fsync of a directory" }); errno != 0 {
+		return errno
+	}
 	return fs.ToErrno(d.fs.commitNames())
 }

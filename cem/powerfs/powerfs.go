@@ -32,6 +32,7 @@ type FS struct {
 	journal []undo // the name operations since the last sync, oldest first
 	trashed int    // entries moved to trash, for their names
 	stats   Stats
+	errs    *errState // a failing disk's, nil while it does not fail
 }
 
 // undo is one name operation, as Drop takes it back.
