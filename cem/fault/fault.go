@@ -1,4 +1,5 @@
-// Package fault is the room of modulo's failure kinds: crash, power loss, partition and pause.
+// Package fault is the room of modulo's failure kinds: crash, power loss, partition, pause,
+// disk errors and corruption.
 // Each kind is a type that says its name and letter in a schedule (an aem.Failure), what the
 // host must provide for it (and why not, where it cannot), how it is injected into one
 // replica's server, how the kit knows that the system has noticed it, and how it is undone
@@ -44,6 +45,18 @@ type Server interface {
 	// DropUnsynced makes the server's file systems drop what it had not made durable, its
 	// server being gone.
 	DropUnsynced(ctx context.Context) error
+	// Running tells whether the server's process is alive (it may be stopped).
+	Running() bool
+	// Draw returns a number drawn from the schedule's steps so far, the replica and what:
+	// a replay draws the same.
+	Draw(what string) uint64
+	// FailDisks makes the server's file systems a failing disk, drawn from seed
+	// (powerfs.DrawErrors), until HealDisks, which says what they refused.
+	FailDisks(ctx context.Context, seed uint64) error
+	HealDisks(ctx context.Context) error
+	// CorruptDisk corrupts one file of the server's state, drawn from seed (powerfs.Corrupt),
+	// its server being gone.
+	CorruptDisk(ctx context.Context, seed uint64) error
 }
 
 // Host is what the machine and the system offer the kinds: nil, or why not.
@@ -97,7 +110,7 @@ func Of(f aem.Failure) (Kind, error) {
 }
 
 // All are the kinds, in aem.Kinds' order.
-var All = []Kind{Crash{}, PowerLoss{}, Partition{}, Pause{}}
+var All = []Kind{Crash{}, PowerLoss{}, Partition{}, Pause{}, DiskError{}, Corruption{}}
 
 // NeedsOf is what kinds need together.
 func NeedsOf(kinds []Kind) Needs {
@@ -140,15 +153,10 @@ func (Crash) Settled(context.Context, Server) error       { return nil } // a st
 // cem/powerfs defines what is). Recovered, it restarts from what is left.
 type PowerLoss struct{}
 
-func (PowerLoss) Failure() aem.Failure { return aem.FailPowerLoss }
-func (PowerLoss) Available(h Host) error {
-	if h.Disks != nil {
-		return fmt.Errorf("its file systems cannot drop unsynced data: %w", h.Disks)
-	}
-	return nil
-}
-func (PowerLoss) Needs() Needs { return Needs{Disks: true} }
-func (PowerLoss) Silent() bool { return false }
+func (PowerLoss) Failure() aem.Failure   { return aem.FailPowerLoss }
+func (PowerLoss) Available(h Host) error { return disks(h, "drop unsynced data") }
+func (PowerLoss) Needs() Needs           { return Needs{Disks: true} }
+func (PowerLoss) Silent() bool           { return false }
 func (PowerLoss) Inject(ctx context.Context, s Server) error {
 	if err := s.Kill(ctx); err != nil {
 		return err // the server may still run: nothing is dropped under it
@@ -209,3 +217,78 @@ func (Pause) Recover(ctx context.Context, s Server) error { return s.Continue(ct
 // it stopped, and finds out only by its timeouts that its followers elected another leader or
 // stopped answering it; the cluster the pause leaves is the one after that.
 func (Pause) Settled(ctx context.Context, s Server) error { return s.AwaitDetection(ctx) }
+
+// disks says why the host cannot put a replica's state on a file system of modulo's, or nil.
+func disks(h Host, what string) error {
+	if h.Disks != nil {
+		return fmt.Errorf("its file systems cannot %s: %w", what, h.Disks)
+	}
+	return nil
+}
+
+// DiskError makes the replica's disk fail, its server left running: its file systems answer
+// writes and fsyncs, or fsyncs alone (and reads, as the kit's disk_errors_on_reads says), with
+// EIO from a byte drawn from the schedule (powerfs.DrawErrors). A server may go on, stop
+// serving or exit. Recovered, the disk heals, and the server starts again where it exited, or
+// else restarts or goes on as the schedule draws: a restart reads what the disk kept, going
+// on keeps what the server holds in memory.
+//
+// Before a write that must not reach it the server is stopped, for its peers' writes reach a
+// running server whatever its disk does, and it goes on once its disk fails, at the
+// divergence's end: the write, never acknowledged, may reach it then (as for a pause,
+// docs/aem.md).
+type DiskError struct{}
+
+func (DiskError) Failure() aem.Failure   { return aem.FailDiskError }
+func (DiskError) Available(h Host) error { return disks(h, "fail") }
+func (DiskError) Needs() Needs           { return Needs{Disks: true} }
+func (DiskError) Silent() bool           { return false }
+func (DiskError) Inject(ctx context.Context, s Server) error {
+	if err := s.FailDisks(ctx, s.Draw("disk errors")); err != nil {
+		return err
+	}
+	if s.Stopped() {
+		return s.Continue(ctx)
+	}
+	return nil
+}
+func (DiskError) Noticed(context.Context, Server) error { return nil } // a server finds out at its next write
+func (DiskError) Recover(ctx context.Context, s Server) error {
+	if err := s.HealDisks(ctx); err != nil {
+		return err
+	}
+	switch {
+	case !s.Running():
+		return s.Start(ctx)
+	case s.Draw("restart after disk errors")%2 == 0:
+		if err := s.Kill(ctx); err != nil {
+			return err
+		}
+		return s.Start(ctx)
+	}
+	return nil
+}
+
+// Settled waits the system's detection time: a server that went on after its disk failed may
+// have lost its followers or its leader meanwhile, and acts on what it knew.
+func (DiskError) Settled(ctx context.Context, s Server) error { return s.AwaitDetection(ctx) }
+
+// Corruption kills the server and corrupts one file of its state, as Jepsen's file nemesis
+// does: a flipped bit or a truncation, of the last file written or another, drawn from the
+// schedule (powerfs.Corrupt). Recovered, it starts from what is left: it must refuse to start
+// (unrecoverable) or converge.
+type Corruption struct{}
+
+func (Corruption) Failure() aem.Failure   { return aem.FailCorruption }
+func (Corruption) Available(h Host) error { return disks(h, "be corrupted") }
+func (Corruption) Needs() Needs           { return Needs{Disks: true} }
+func (Corruption) Silent() bool           { return false }
+func (Corruption) Inject(ctx context.Context, s Server) error {
+	if err := s.Kill(ctx); err != nil {
+		return err
+	}
+	return s.CorruptDisk(ctx, s.Draw("corruption"))
+}
+func (Corruption) Noticed(context.Context, Server) error       { return nil }
+func (Corruption) Recover(ctx context.Context, s Server) error { return s.Start(ctx) }
+func (Corruption) Settled(context.Context, Server) error       { return nil }

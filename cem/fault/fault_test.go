@@ -3,6 +3,7 @@ package fault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,8 @@ import (
 type recorder struct {
 	calls   []string
 	stopped bool
+	dead    bool   // the server exited on its own
+	draw    uint64 // what Draw returns
 }
 
 func (r *recorder) call(name string) error      { r.calls = append(r.calls, name); return nil }
@@ -31,24 +34,41 @@ func (r *recorder) Heal(context.Context) error           { return r.call("heal")
 func (r *recorder) AwaitIsolated(context.Context) error  { return r.call("await isolated") }
 func (r *recorder) DropUnsynced(context.Context) error   { return r.call("drop unsynced") }
 func (r *recorder) AwaitDetection(context.Context) error { return r.call("await detection") }
+func (r *recorder) Running() bool                        { return !r.dead }
+func (r *recorder) Draw(string) uint64                   { return r.draw }
+func (r *recorder) FailDisks(context.Context, uint64) error {
+	return r.call("fail disks")
+}
+func (r *recorder) HealDisks(context.Context) error { return r.call("heal disks") }
+func (r *recorder) CorruptDisk(context.Context, uint64) error {
+	return r.call("corrupt disk")
+}
 
 // TestKinds checks what each kind does to a server, in order: its failure, what the divergence
 // waits for once it has injected it, and its recovery.
 func TestKinds(t *testing.T) {
 	for _, tt := range []struct {
 		kind                     Kind
+		server                   recorder // as each step finds it
 		letter                   byte
 		inject, noticed, recover []string
 		settled                  []string
 		silent                   bool
 		needs                    Needs
 	}{
-		{Crash{}, 'c', []string{"kill"}, nil, []string{"start"}, nil, false, Needs{}},
-		{PowerLoss{}, 'l', []string{"kill", "drop unsynced"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
-		{Partition{}, 'p', []string{"cut off"}, []string{"await isolated"}, []string{"heal"}, nil, true, Needs{Network: true}},
-		{Pause{}, 's', []string{"stop"}, nil, []string{"continue"}, []string{"await detection"}, true, Needs{}},
+		{Crash{}, recorder{}, 'c', []string{"kill"}, nil, []string{"start"}, nil, false, Needs{}},
+		{PowerLoss{}, recorder{}, 'l', []string{"kill", "drop unsynced"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
+		{Partition{}, recorder{}, 'p', []string{"cut off"}, []string{"await isolated"}, []string{"heal"}, nil, true, Needs{Network: true}},
+		{Pause{}, recorder{}, 's', []string{"stop"}, nil, []string{"continue"}, []string{"await detection"}, true, Needs{}},
+		// A disk error's recovery starts a server that exited, and restarts one that runs or
+		// lets it go on, as the schedule draws; one stopped for a write goes on once failed.
+		{DiskError{}, recorder{draw: 1}, 'e', []string{"fail disks"}, nil, []string{"heal disks"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{draw: 2}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{dead: true}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{stopped: true}, 'e', []string{"fail disks", "continue"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{Corruption{}, recorder{}, 'b', []string{"kill", "corrupt disk"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
 	} {
-		t.Run(tt.kind.Failure().String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%+v", tt.kind.Failure(), tt.server), func(t *testing.T) {
 			ctx := context.Background()
 			if got := tt.kind.Failure().Letter(); got != tt.letter {
 				t.Errorf("letter %c, want %c", got, tt.letter)
@@ -64,8 +84,8 @@ func TestKinds(t *testing.T) {
 				do   func(context.Context, Server) error
 				want []string
 			}{{"inject", tt.kind.Inject, tt.inject}, {"noticed", tt.kind.Noticed, tt.noticed}, {"recover", tt.kind.Recover, tt.recover}, {"settled", tt.kind.Settled, tt.settled}} {
-				r := &recorder{}
-				if err := step.do(ctx, r); err != nil {
+				r := tt.server
+				if err := step.do(ctx, &r); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.Equal(r.calls, step.want) {
@@ -100,9 +120,10 @@ func TestAvailable(t *testing.T) {
 		host Host
 		want []string
 	}{
-		{Host{}, []string{"crash", "power-loss", "partition", "pause"}},
+		{Host{}, []string{"crash", "power-loss", "partition", "pause", "disk-error", "corruption"}},
 		{Host{Disks: noFUSE, Network: noNet}, []string{"crash", "power-loss: its file systems cannot drop unsynced data: no /dev/fuse",
-			"partition: replicas cannot be cut off: not root", "pause"}},
+			"partition: replicas cannot be cut off: not root", "pause", "disk-error: its file systems cannot fail: no /dev/fuse",
+			"corruption: its file systems cannot be corrupted: no /dev/fuse"}},
 	} {
 		if got := Describe(tt.host); !slices.Equal(got, tt.want) {
 			t.Errorf("Describe(%+v) = %q, want %q", tt.host, got, tt.want)

@@ -64,6 +64,9 @@ const teardownTimeout = 10 * time.Second
 // unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
 // unsynced byte, and nothing else, as LazyFS's clear-cache does.
 //
+// disk_errors_on_reads (DRMs with disk errors; default false): a failing disk answers reads
+// of the replica's state with EIO too, from the byte its writes fail at (fault.DiskError).
+//
 // network: "namespaces" gives each replica a network namespace and an address of its own
 // (cem/netns), where its server listens on the system's ordinary ports (About.Ports), and ends
 // them with the cluster; "loopback" runs every server on 127.0.0.1 at ports of the cluster's
@@ -80,6 +83,7 @@ const teardownTimeout = 10 * time.Second
 const (
 	DurableStartKey   = "durable_start"
 	TornWritesKey     = "torn_writes"
+	DiskReadErrorsKey = "disk_errors_on_reads"
 	NetworkKey        = "network"
 	NetworkLoopback   = cem.NetworkLoopback
 	NetworkNamespaces = cem.NetworkNamespaces
@@ -130,12 +134,12 @@ type Plugin struct {
 	// failing replica; needs is what they need set up: with Disks, disks are every
 	// replica's file systems, by concrete index, and diskUse what they had served at the
 	// last step's end. steps are the schedule's transitions so far, which seed the tears.
-	drm                      drms.DRM
-	needs                    fault.Needs
-	durableStart, tornWrites bool
-	disks                    [][]disk
-	diskUse                  powerfs.Stats
-	steps                    []string
+	drm                                  drms.DRM
+	needs                                fault.Needs
+	durableStart, tornWrites, readErrors bool
+	disks                                [][]disk
+	diskUse                              powerfs.Stats
+	steps                                []string
 	// detected is the step in which the kit last waited the system's detection time.
 	detected int
 }
@@ -418,6 +422,7 @@ type kitConfig struct {
 	Break        string `toml:"break_realisation"`
 	DurableStart bool   `toml:"durable_start"`
 	TornWrites   bool   `toml:"torn_writes"`
+	ReadErrors   bool   `toml:"disk_errors_on_reads"`
 	Workload     string `toml:"workload"`
 	Network      string `toml:"network"`
 }
@@ -538,7 +543,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	if err != nil {
 		return err
 	}
-	p.brk, p.durableStart, p.tornWrites, p.update = own.Break, own.DurableStart, own.TornWrites, own.Workload == WorkloadUpdate
+	p.brk, p.durableStart, p.tornWrites, p.readErrors, p.update = own.Break, own.DurableStart, own.TornWrites, own.ReadErrors, own.Workload == WorkloadUpdate
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = cem.DefaultStepTimeout
 	}

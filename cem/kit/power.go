@@ -14,10 +14,11 @@ import (
 	"github.com/modulo-testing/modulo/cem/powerfs"
 )
 
-// A DRM whose crashes are power losses (drms.DRM.PowerLoss) has every replica's state
-// directories (DiskState.StateFiles, which must be directories then) on a powerfs file
-// system of its own, mounted from prepare to teardown over a store beside them; a crash
-// SIGKILLs the server and then drops what its file systems had not made durable.
+// A DRM whose failures need disks (power loss, disk errors, corruption: fault.Needs) has every
+// replica's state directories (DiskState.StateFiles, which must be directories then) on a
+// powerfs file system of its own, mounted from prepare to teardown over a store beside them: a
+// power loss SIGKILLs the server and then drops what its file systems had not made durable, a
+// disk error makes them fail, a corruption damages one file of them.
 
 // powerStores is the directory, in a replica's directory, that holds the stores of its
 // file systems, one per state directory.
@@ -45,7 +46,7 @@ func (p *Plugin) mountDisks(ds DiskState) error {
 			p.disks[r.Index] = append(p.disks[r.Index], disk{rel: rel, fs: f})
 		}
 	}
-	p.act(nil, "power losses: every replica's %s on a file system that drops what was not fsynced", strings.Join(ds.StateFiles(p.c, p.c.Replicas[0]), ", "))
+	p.act(nil, "disk faults: every replica's %s on a file system of modulo's (powerfs)", strings.Join(ds.StateFiles(p.c, p.c.Replicas[0]), ", "))
 	return nil
 }
 
@@ -73,17 +74,23 @@ func (p *Plugin) unmountDisks(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// draw returns a number drawn from the steps so far, r and what: a replay, or a schedule that
+// restores this prefix, draws the same.
+func (p *Plugin) draw(r *Replica, what string) uint64 {
+	h := sha256.New()
+	for _, s := range p.steps {
+		fmt.Fprintln(h, s)
+	}
+	fmt.Fprintln(h, r.Name, what)
+	return binary.BigEndian.Uint64(h.Sum(nil))
+}
+
 // powerLoss drops what r's file systems had not made durable, its server being gone. Which
 // bytes a torn write keeps is drawn from the steps so far, the replica and the directory: a
 // replay, or a schedule that restores this prefix, tears the same way.
 func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
 	for _, d := range p.disks[r.Index] {
-		h := sha256.New()
-		for _, s := range p.steps {
-			fmt.Fprintln(h, s)
-		}
-		fmt.Fprintln(h, r.Name, d.rel)
-		seed := binary.BigEndian.Uint64(h.Sum(nil))
+		seed := p.draw(r, d.rel)
 		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
 		loss, err := d.fs.Drop(dctx, seed, p.tornWrites)
 		cancel()
@@ -110,4 +117,46 @@ func (p *Plugin) recordDiskUse() {
 	}
 	p.act(nil, "file systems: %d operations that change or sync, %v in them", ops-p.diskUse.Ops, (busy - p.diskUse.Busy).Round(time.Microsecond))
 	p.diskUse = powerfs.Stats{Ops: ops, Busy: busy}
+}
+
+// failDisks makes each of r's file systems a failing disk, drawn from seed and the directory,
+// until healDisks.
+func (p *Plugin) failDisks(r *Replica, seed uint64) {
+	for _, d := range p.disks[r.Index] {
+		h := sha256.Sum256(fmt.Appendf(nil, "%d %s", seed, d.rel))
+		e := powerfs.DrawErrors(binary.BigEndian.Uint64(h[:]), p.readErrors)
+		d.fs.Fail(e)
+		p.act(r, "disk errors on %s: %s", d.rel, e)
+	}
+}
+
+// healDisks ends the failure of r's file systems and records what they refused.
+func (p *Plugin) healDisks(r *Replica) {
+	for _, d := range p.disks[r.Index] {
+		p.act(r, "disk of %s healed: %s", d.rel, d.fs.Heal())
+	}
+}
+
+// corruptDisk corrupts one file of one of r's file systems, both drawn from seed, its server
+// being gone. A file system with no data to corrupt yields to the next; with none anywhere
+// nothing is corrupted, and the record says so.
+func (p *Plugin) corruptDisk(ctx context.Context, r *Replica, seed uint64) error {
+	ds := p.disks[r.Index]
+	first := int(seed % uint64(len(ds)))
+	for i := range ds {
+		d := ds[(first+i)%len(ds)]
+		cctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
+		c, err := d.fs.Corrupt(cctx, seed)
+		cancel()
+		if errors.Is(err, powerfs.ErrNothingToCorrupt) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: corrupt %s: %w", r.Name, d.rel, err)
+		}
+		p.act(r, "corrupted %s: %s", d.rel, c)
+		return nil
+	}
+	p.act(r, "corruption: no file of %s holds data", r.Name)
+	return nil
 }

@@ -115,6 +115,16 @@ func (s server) Continue(context.Context) error         { return s.p.resume(s.r)
 func (s server) CutOff(context.Context) error           { return s.p.cutOff(s.r) }
 func (s server) Heal(context.Context) error             { return s.p.rejoin(s.r) }
 func (s server) DropUnsynced(ctx context.Context) error { return s.p.powerLoss(ctx, s.r) }
+func (s server) Running() bool                          { return s.r.running() }
+func (s server) Draw(what string) uint64                { return s.p.draw(s.r, what) }
+func (s server) FailDisks(_ context.Context, seed uint64) error {
+	s.p.failDisks(s.r, seed)
+	return nil
+}
+func (s server) HealDisks(context.Context) error { s.p.healDisks(s.r); return nil }
+func (s server) CorruptDisk(ctx context.Context, seed uint64) error {
+	return s.p.corruptDisk(ctx, s.r, seed)
+}
 func (s server) AwaitIsolated(ctx context.Context) error {
 	return s.p.awaitIsolated(ctx, []*Replica{s.r})
 }
