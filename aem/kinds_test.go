@@ -200,3 +200,22 @@ func TestParseFailure(t *testing.T) {
 		t.Error("NewQuorumOf(none): no error")
 	}
 }
+
+// TestKindsNamed: every kind has a name, a letter of its own, a verb and a mark in a state's
+// key but partition, which keeps the crash-partition model's keys.
+func TestKindsNamed(t *testing.T) {
+	letters := map[byte]Failure{}
+	for _, f := range Kinds {
+		if strings.HasPrefix(f.String(), "Failure(") || f.Verb() == "" || int(f) >= len(failureLetters) || f.Letter() == 0 {
+			t.Errorf("kind %d: name %q, verb %q", f, f.String(), f.Verb())
+			continue
+		}
+		if g, ok := letters[f.Letter()]; ok {
+			t.Errorf("%s and %s share the letter %c", f, g, f.Letter())
+		}
+		letters[f.Letter()] = f
+		if f != FailPartition && (int(f) >= len(failedKey) || failedKey[f] == "") {
+			t.Errorf("%s has no mark in a state's key", f)
+		}
+	}
+}

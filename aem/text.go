@@ -55,7 +55,7 @@ var failureLetters = [...]byte{NotInLayout: '-', FailNone: 'n', FailCrash: 'c', 
 // Letter is the failure kind's letter in a schedule's divergences.
 func (f Failure) Letter() byte { return failureLetters[f] }
 
-var failureVerbs = [...]string{FailCrash: "crashes", FailPowerLoss: "loses power", FailPartition: "is cut off", FailPause: "pauses"}
+var failureVerbs = [...]string{FailCrash: "crashes", FailPowerLoss: "loses power", FailPartition: "is cut off", FailPause: "pauses", FailDiskError: "has its disk fail", FailCorruption: "has a file corrupted"}
 
 // Verb says what a divergence does to a replica that fails by the kind ("crashes", "is cut
 // off"); empty for NotInLayout and FailNone, which fail nothing.

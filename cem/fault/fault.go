@@ -229,8 +229,8 @@ func disks(h Host, what string) error {
 // DiskError makes the replica's disk fail, its server left running: its file systems answer
 // writes and fsyncs, or fsyncs alone (and reads, as the kit's disk_errors_on_reads says), with
 // EIO from a byte drawn from the schedule (powerfs.DrawErrors). A server may go on, stop
-// serving or exit. Recovered, the disk heals, and the server starts again where it exited, or
-// else restarts or goes on as the schedule draws: a restart reads what the disk kept, going
+// serving or exit. Recovered, the disk heals, and a server that exited starts again; one that
+// runs restarts or goes on as the schedule draws: a restart reads what the disk kept, going
 // on keeps what the server holds in memory.
 //
 // Before a write that must not reach it the server is stopped, for its peers' writes reach a
@@ -257,16 +257,13 @@ func (DiskError) Recover(ctx context.Context, s Server) error {
 	if err := s.HealDisks(ctx); err != nil {
 		return err
 	}
-	switch {
-	case !s.Running():
-		return s.Start(ctx)
-	case s.Draw("restart after disk errors")%2 == 0:
-		if err := s.Kill(ctx); err != nil {
-			return err
-		}
-		return s.Start(ctx)
+	if s.Running() && s.Draw("restart after disk errors")%2 == 1 {
+		return nil // it goes on
 	}
-	return nil
+	if err := s.Kill(ctx); err != nil { // what is left of a server that exited, or the server
+		return err
+	}
+	return s.Start(ctx)
 }
 
 // Settled waits the system's detection time: a server that went on after its disk failed may

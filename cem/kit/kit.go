@@ -472,6 +472,7 @@ type Replica struct {
 	proc      *proc.Process // nil while down
 	suspended bool
 	cut       bool       // a partition cuts it off from every other replica
+	diskFails bool       // its file systems fail (fault.DiskError), its server left running
 	failed    fault.Kind // how a divergence failed it, until it is recovered; nil else
 	link      int        // the replica the server follows (link models), aem.NoSource for none
 	// cutFrom is the source that a partition cuts it from (a link model's link failure, in a

@@ -667,7 +667,7 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 // apply realises t, which leads from p.state to next.
 func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
 	for _, r := range p.c.Replicas {
-		if r.proc != nil && !r.proc.Running() {
+		if r.proc != nil && !r.proc.Running() && !r.diskFails { // a failing disk may end its server
 			return p.exitedError(r)
 		}
 	}
@@ -784,6 +784,9 @@ func (p *Plugin) Read(ctx context.Context) (cem.Snapshot, error) {
 			// Offline in the model, as a crashed replica is: never compared, and a system that
 			// serves no reads without its quorum (ZooKeeper) would hold the read to the timeout.
 			d.Err = r.Name + " is cut off by a partition"
+			continue
+		case r.diskFails:
+			d.Err = r.Name + "'s disk fails" // offline in the model; its reads may fail too
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)

@@ -128,6 +128,7 @@ func (p *Plugin) failDisks(r *Replica, seed uint64) {
 		d.fs.Fail(e)
 		p.act(r, "disk errors on %s: %s", d.rel, e)
 	}
+	r.diskFails = true
 }
 
 // healDisks ends the failure of r's file systems and records what they refused.
@@ -135,6 +136,7 @@ func (p *Plugin) healDisks(r *Replica) {
 	for _, d := range p.disks[r.Index] {
 		p.act(r, "disk of %s healed: %s", d.rel, d.fs.Heal())
 	}
+	r.diskFails = false
 }
 
 // corruptDisk corrupts one file of one of r's file systems, both drawn from seed, its server

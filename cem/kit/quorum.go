@@ -71,8 +71,8 @@ func (e *quorumEngine) start(ctx context.Context) error {
 func (e *quorumEngine) check() error {
 	for a, on := range e.p.state.On {
 		r := e.p.replica(a)
-		if on != (r.running() && !r.suspended && !r.cut) {
-			return fmt.Errorf("%s runs=%v suspended=%v cut off=%v, but abstract replica %d has online=%v", r.Name, r.running(), r.suspended, r.cut, a, on)
+		if on != (r.running() && !r.suspended && !r.cut && !r.diskFails) {
+			return fmt.Errorf("%s runs=%v suspended=%v cut off=%v disk fails=%v, but abstract replica %d has online=%v", r.Name, r.running(), r.suspended, r.cut, r.diskFails, a, on)
 		}
 	}
 	return nil

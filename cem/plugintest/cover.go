@@ -49,9 +49,10 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 				}
 				add("D: a replica " + f.Verb())
 				// A pause before a write that reaches only a minority stops the replica for good,
-				// where a crash stops it for the write and kills it at the end.
-				if f == aem.FailPause && t.Writes[i] < t.WriteCount() && kind == "D: a write reaches only a minority" {
-					add("D: a replica pauses before a write that reaches only a minority")
+				// where a crash stops it for the write and kills it at the end; a failing disk's
+				// server goes on with the write sent and its disk failing.
+				if (f == aem.FailPause || f == aem.FailDiskError) && t.Writes[i] < t.WriteCount() && kind == "D: a write reaches only a minority" {
+					add("D: a replica " + f.Verb() + " before a write that reaches only a minority")
 				}
 			}
 		case aem.Convergence:
@@ -119,6 +120,7 @@ func Kinds(m aem.Model, p aem.Params, s *aem.State, t *aem.Transition) []string 
 var recoversBy = map[aem.Failure]string{
 	aem.FailCrash: "crashed replica restarts", aem.FailPowerLoss: "replica that lost power restarts",
 	aem.FailPartition: "cut-off replica is healed", aem.FailPause: "paused replica goes on",
+	aem.FailDiskError: "replica's disk heals", aem.FailCorruption: "corrupted replica restarts",
 }
 
 // Plan is a small set of schedules that together take every kind of transition the model uses.

@@ -138,18 +138,25 @@ func (f *FS) refused(op string, n int64, what func() string) syscall.Errno {
 	return 0
 }
 
+// lastWrite is where the file system's last write went: a file's path when the write was made,
+// and its bytes.
+type lastWrite struct {
+	name   string
+	off, n int64
+}
+
 // Corruption is what Corrupt did to a file, for the record.
 type Corruption struct {
 	File string // relative to the mount
 	Size int64  // its size before
 	What string // "flipped bit b of byte k", "truncated to k bytes"
-	Last bool   // the file was the last written, else one drawn among all
+	Last bool   // the damage is in the last write's bytes, else anywhere in a file drawn among all
 }
 
 func (c Corruption) String() string {
 	which := "drawn among the state's files"
 	if c.Last {
-		which = "the last written"
+		which = "in the bytes of the last write"
 	}
 	return fmt.Sprintf("%s of %s (%d bytes, %s)", c.What, c.File, c.Size, which)
 }
@@ -159,9 +166,9 @@ var ErrNothingToCorrupt = errors.New("no file with data to corrupt")
 
 // Corrupt corrupts one file, as a disk's bit rot or a lost tail does, with every process that
 // used the file system gone: it makes everything durable (a killed server's writes are all
-// in the kernel's cache), unmounts, and draws from seed the file (the last written, or any
-// one) and the damage (a flipped bit, or a truncation at a byte within it); then it mounts
-// again.
+// in the kernel's cache), unmounts, and draws from seed where (in the bytes of the last write
+// the file system took, where they are still there, or anywhere in one of its files) and the
+// damage (a flipped bit, or a truncation at that byte); then it mounts again.
 func (f *FS) Corrupt(ctx context.Context, seed uint64) (Corruption, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -180,7 +187,6 @@ func (f *FS) corrupt(seed uint64) (Corruption, error) {
 	type file struct {
 		rel  string
 		size int64
-		mod  int64
 	}
 	var files []file
 	err := filepath.WalkDir(f.root, func(path string, d fs.DirEntry, err error) error {
@@ -193,7 +199,7 @@ func (f *FS) corrupt(seed uint64) (Corruption, error) {
 		}
 		if info.Size() > 0 {
 			rel, _ := filepath.Rel(f.root, path)
-			files = append(files, file{rel: rel, size: info.Size(), mod: info.ModTime().UnixNano()})
+			files = append(files, file{rel: rel, size: info.Size()})
 		}
 		return nil
 	})
@@ -205,37 +211,35 @@ func (f *FS) corrupt(seed uint64) (Corruption, error) {
 	}
 	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.rel, b.rel) })
 	rng := rand.New(rand.NewPCG(seed, 0x726f74)) // "rot"
-	c := Corruption{Last: rng.IntN(2) == 0}
-	target := files[rng.IntN(len(files))] // drawn either way: one seed, one damage
-	if c.Last {
-		for _, fl := range files {
-			if fl.mod > target.mod || fl.mod == target.mod && fl.rel > target.rel {
-				target = fl
-			}
-		}
+	// Every draw is made whichever way it goes: one seed, one damage.
+	last, target, flip, at, bit := rng.IntN(2) == 0, files[rng.IntN(len(files))], rng.IntN(2) == 0, rng.Uint64(), rng.IntN(8)
+	lo, n := int64(0), target.size
+	i := slices.IndexFunc(files, func(fl file) bool { return fl.rel == f.last.name })
+	last = last && i >= 0 && files[i].size > f.last.off
+	if last {
+		target, lo, n = files[i], f.last.off, min(f.last.n, files[i].size-f.last.off)
 	}
-	c.File, c.Size = target.rel, target.size
+	c := Corruption{File: target.rel, Size: target.size, Last: last}
 	path := filepath.Join(f.root, target.rel)
-	if rng.IntN(2) == 0 {
-		at, bit := rng.Int64N(target.size), rng.IntN(8)
+	at = uint64(lo) + at%uint64(n)
+	if flip {
 		b := make([]byte, 1)
 		file, err := os.OpenFile(path, os.O_RDWR, 0)
 		if err != nil {
 			return c, fmt.Errorf("powerfs: corrupt %s: %w", target.rel, err)
 		}
 		defer file.Close()
-		if _, err := file.ReadAt(b, at); err != nil {
+		if _, err := file.ReadAt(b, int64(at)); err != nil {
 			return c, fmt.Errorf("powerfs: corrupt %s: %w", target.rel, err)
 		}
 		b[0] ^= 1 << bit
-		if _, err := file.WriteAt(b, at); err != nil {
+		if _, err := file.WriteAt(b, int64(at)); err != nil {
 			return c, fmt.Errorf("powerfs: corrupt %s: %w", target.rel, err)
 		}
 		c.What = fmt.Sprintf("flipped bit %d of byte %d", bit, at)
 		return c, nil
 	}
-	at := rng.Int64N(target.size)
-	if err := os.Truncate(path, at); err != nil {
+	if err := os.Truncate(path, int64(at)); err != nil {
 		return c, fmt.Errorf("powerfs: corrupt %s: %w", target.rel, err)
 	}
 	c.What = fmt.Sprintf("truncated to %d bytes", at)

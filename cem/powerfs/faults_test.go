@@ -85,17 +85,26 @@ func TestDrawErrors(t *testing.T) {
 }
 
 // TestCorruptIsSeeded: one seed corrupts one file one way, every byte but what the record
-// says left as it was; seeds draw flips and truncations, of the last file written and others.
+// says left as it was; seeds draw flips and truncations, in the last write's bytes and
+// anywhere.
 func TestCorruptIsSeeded(t *testing.T) {
-	files := map[string]string{"a/log.1": strings.Repeat("x", 300), "a/log.2": strings.Repeat("y", 200), "snap": "zzzz"}
+	files := map[string]string{"a/log.1": strings.Repeat("x", 300), "a/log.2": strings.Repeat("y", 200) + "tail", "snap": "zzzz"}
 	run := func(seed uint64) (map[string]string, Corruption) {
 		f := mountT(t)
 		if err := os.Mkdir(filepath.Join(f.Dir(), "a"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"snap", "a/log.1", "a/log.2"} { // a/log.2 last
-			write(t, filepath.Join(f.Dir(), name), files[name], false)
+		for _, name := range []string{"snap", "a/log.1", "a/log.2"} {
+			write(t, filepath.Join(f.Dir(), name), strings.TrimSuffix(files[name], "tail"), false)
 		}
+		log, err := os.OpenFile(filepath.Join(f.Dir(), "a/log.2"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.WriteString("tail"); err != nil { // the last write: bytes 200-203
+			t.Fatal(err)
+		}
+		log.Close()
 		c, err := f.Corrupt(context.Background(), seed)
 		if err != nil {
 			t.Fatal(err)
@@ -135,8 +144,8 @@ func TestCorruptIsSeeded(t *testing.T) {
 		default:
 			t.Errorf("seed %d: %v", seed, c)
 		}
-		if c.Last && c.File != "a/log.2" {
-			t.Errorf("seed %d: %v, but a/log.2 was written last", seed, c)
+		if c.Last && (c.File != "a/log.2" || max(at, size) < 200) {
+			t.Errorf("seed %d: %v, but the last write was bytes 200-203 of a/log.2", seed, c)
 		}
 		seen[fmt.Sprint(c.Last, strings.Fields(c.What)[0])] = true
 	}

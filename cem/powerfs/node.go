@@ -332,7 +332,11 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		return 0, fs.ToErrno(err)
 	}
 	c.last = segment{off: off, data: slices.Clone(data)}
-	return h.inner.Write(ctx, data, off)
+	n, errno := h.inner.Write(ctx, data, off)
+	if n > 0 {
+		h.fs.last = lastWrite{name: h.name, off: off, n: int64(n)}
+	}
+	return n, errno
 }
 
 // Fsync makes the file durable (fsync and fdatasync alike) and every name operation so far.

@@ -33,6 +33,7 @@ type FS struct {
 	trashed int    // entries moved to trash, for their names
 	stats   Stats
 	errs    *errState // a failing disk's, nil while it does not fail
+	last    lastWrite // the last write to any file, which Corrupt may damage
 }
 
 // undo is one name operation, as Drop takes it back.

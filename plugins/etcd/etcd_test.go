@@ -47,6 +47,18 @@ func TestConformancePowerLoss(t *testing.T) {
 	})
 }
 
+// TestConformanceDiskFaults runs the suite on Q/C/E with disk errors and corruption, each failing
+// member crashed, its disk failing under it (EIO) or one file of its state corrupted, a
+// minority's disks at most broken at once.
+func TestConformanceDiskFaults(t *testing.T) {
+	plugintest.Servers(t)
+	plugintest.Run(t, plugintest.Config{
+		DRM:    "qce+disk-error+corruption",
+		New:    func() cem.CEM { return kit.New(about, &system{}) },
+		Binary: plugintest.Build(t, "."),
+	})
+}
+
 // TestConformancePause runs the suite on Q/C/E+pause, each failing member crashed or paused
 // (SIGSTOP until the convergence that brings it back): a paused leader goes on in its old term
 // after the others elected another.
