@@ -47,8 +47,8 @@ type Server interface {
 	DropUnsynced(ctx context.Context) error
 	// Running tells whether the server's process is alive (it may be stopped).
 	Running() bool
-	// Draw returns a number drawn from the schedule's steps so far, the replica and what:
-	// a replay draws the same.
+	// Draw returns a number drawn from the schedule's steps so far, the replica (the abstract
+	// one, whichever server realises it) and what: a replay draws the same.
 	Draw(what string) uint64
 	// FailDisks makes the server's file systems a failing disk, drawn from seed
 	// (powerfs.DrawErrors), until HealDisks, which says what they refused.

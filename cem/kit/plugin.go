@@ -681,6 +681,9 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) 
 		return err
 	}
 	p.state = *next
+	if slices.ContainsFunc(p.alarms, func(a cem.Alarm) bool { return a.Unrecoverable }) {
+		return nil // a replica's server is gone for good: there is nothing to break
+	}
 	switch {
 	case p.brk == BreakLeaveBehind && p.last(&p.state):
 		return p.eng.leaveBehind(ctx)

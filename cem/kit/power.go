@@ -74,15 +74,21 @@ func (p *Plugin) unmountDisks(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// draw returns a number drawn from the steps so far, r and what: a replay, or a schedule that
+// draw returns a number drawn from the steps so far, what and who: a replay, or a schedule that
 // restores this prefix, draws the same.
-func (p *Plugin) draw(r *Replica, what string) uint64 {
+func (p *Plugin) draw(who, what string) uint64 {
 	h := sha256.New()
 	for _, s := range p.steps {
 		fmt.Fprintln(h, s)
 	}
-	fmt.Fprintln(h, r.Name, what)
+	fmt.Fprintln(h, who, what)
 	return binary.BigEndian.Uint64(h.Sum(nil))
+}
+
+// drawFor draws for r's failure (fault.Server.Draw) by its abstract replica, which the schedule
+// names, rather than by its server, which the leader's election picks.
+func (p *Plugin) drawFor(r *Replica, what string) uint64 {
+	return p.draw(fmt.Sprintf("abstract replica %d", p.abstractOf(r.Index)), what)
 }
 
 // powerLoss drops what r's file systems had not made durable, its server being gone. Which
@@ -90,7 +96,7 @@ func (p *Plugin) draw(r *Replica, what string) uint64 {
 // replay, or a schedule that restores this prefix, tears the same way.
 func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
 	for _, d := range p.disks[r.Index] {
-		seed := p.draw(r, d.rel)
+		seed := p.draw(r.Name, d.rel)
 		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
 		loss, err := d.fs.Drop(dctx, seed, p.tornWrites)
 		cancel()

@@ -116,7 +116,7 @@ func (s server) CutOff(context.Context) error           { return s.p.cutOff(s.r)
 func (s server) Heal(context.Context) error             { return s.p.rejoin(s.r) }
 func (s server) DropUnsynced(ctx context.Context) error { return s.p.powerLoss(ctx, s.r) }
 func (s server) Running() bool                          { return s.r.running() }
-func (s server) Draw(what string) uint64                { return s.p.draw(s.r, what) }
+func (s server) Draw(what string) uint64                { return s.p.drawFor(s.r, what) }
 func (s server) FailDisks(_ context.Context, seed uint64) error {
 	s.p.failDisks(s.r, seed)
 	return nil
