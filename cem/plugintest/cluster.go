@@ -61,6 +61,11 @@ type cluster struct {
 	strayPorts map[int]bool
 	// shm are the files under /dev/shm that a server was found to map or hold open.
 	shm []string
+	// state is the model's state after the steps applied; refused says which replica's server
+	// refused to restart after a failure that broke its disk, which ends the schedule.
+	state   aem.State
+	applied []aem.Transition
+	refused string
 }
 
 // newCluster prepares a cluster of p in a directory of t's, on free ports, for the schedule
@@ -69,7 +74,7 @@ type cluster struct {
 func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.Transition) *cluster {
 	t.Helper()
 	n := s.params.Replicas * s.info.Capabilities.PortsPerReplica
-	c := &cluster{s: s, p: p, strayPorts: map[int]bool{}, spec: cem.ClusterSpec{
+	c := &cluster{s: s, p: p, strayPorts: map[int]bool{}, state: s.drm.Model.Init(s.params), spec: cem.ClusterSpec{
 		DRM:         s.drm.Name,
 		Ops:         s.params.Ops,
 		Replicas:    s.params.Replicas,
@@ -278,8 +283,15 @@ func (c *cluster) start(t *testing.T) error {
 
 // apply realises step i and checks its report: at least one action, each within the step's
 // time and about a replica of the cluster or none.
+//
+// A replica whose disk broke (a disk error, a corruption) may refuse to restart: the system
+// cannot recover it from what its disk holds, which a campaign judges unrecoverable and where
+// it ends the schedule. So does the suite: the step after such a refusal skips t, saying so.
 func (c *cluster) apply(t *testing.T, i int, tr *aem.Transition) (cem.StepReport, error) {
 	t.Helper()
+	if c.refused != "" {
+		t.Skipf("the schedule ends before step %d %s: %s", i+1, tr, c.refused)
+	}
 	var rep cem.StepReport
 	before := time.Now()
 	err := c.call(t, "step "+tr.String(), func(ctx context.Context) (err error) {
@@ -289,6 +301,18 @@ func (c *cluster) apply(t *testing.T, i int, tr *aem.Transition) (cem.StepReport
 	after := time.Now()
 	if err != nil {
 		return rep, err
+	}
+	prev := c.state
+	if _, next, ok := aem.Take(c.s.drm.Model, c.s.params, &c.state, tr); ok {
+		c.state = next
+	}
+	c.applied = append(c.applied, *tr)
+	for _, a := range rep.Alarms {
+		if f := c.s.drm.KindOf(prev.FailedAs(a.Replica)); a.Unrecoverable && f.Disk() {
+			c.refused = fmt.Sprintf("%s refused to restart replica %d after a %s (unrecoverable, as a campaign judges it): %s", c.s.drm.System, a.Replica, f, a.What)
+			t.Log(c.refused)
+			c.s.refused = append(c.s.refused, slices.Clone(c.applied))
+		}
 	}
 	if len(rep.Actions) == 0 {
 		t.Errorf("step %d %s reported no action", i+1, tr)
