@@ -41,6 +41,21 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceDiskFaults runs the suite on Q/C/N with disk errors and corruption, each failing
+// server crashed, its disk failing under it (EIO) or one file of its state corrupted, a
+// minority's disks at most broken at once; on 2.12.2, as the other suites.
+func TestConformanceDiskFaults(t *testing.T) {
+	plugintest.Servers(t)
+	server := plugintest.CachedServer(t, filepath.Join("nats-server", "2.12.2", "nats-server"))
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qcn+disk-error+corruption",
+		New:          func() cem.CEM { return kit.New(about, &system{}) },
+		Binary:       plugintest.Build(t, "."),
+		PluginConfig: []byte(fmt.Sprintf("server = %q\n", server)),
+		StepTimeout:  2 * time.Minute, // elections after a server whose disk failed goes on
+	})
+}
+
 // TestConformancePause runs the suite on Q/C/N+pause, each failing server crashed or paused
 // (SIGSTOP until the convergence that brings it back), on 2.12.2 as the partition suite.
 func TestConformancePause(t *testing.T) {

@@ -137,6 +137,22 @@ func TestPartitions(t *testing.T) {
 	}
 }
 
+// TestConformanceCorruption runs the suite on Q/C/Z with corruption, each failing server crashed
+// or killed with one file of its state corrupted (a flipped bit or a truncation), a minority's
+// disks at most broken at once, on 3.9.5; a server that refuses to restart (ZooKeeper checks
+// its files' CRCs) ends its schedule, and the suite says which. Disk errors are not in this
+// suite: ZooKeeper fails the schedules that take them, as TestEmptyLogAfterDiskError (3.8.0)
+// and TestAckedInDeletedLog (3.9.5) keep.
+func TestConformanceCorruption(t *testing.T) {
+	plugintest.Servers(t)
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qcz+corruption",
+		New:          func() cem.CEM { return kit.New(about, &system{}) },
+		Binary:       plugintest.Build(t, "."),
+		PluginConfig: jarDirConfig(builtJarDir(t, "3.9.5")),
+	})
+}
+
 // TestConformancePause runs the suite on Q/C/Z+pause, each failing server crashed or paused
 // (SIGSTOP until the convergence that brings it back, its JVM keeping what it held).
 func TestConformancePause(t *testing.T) {
