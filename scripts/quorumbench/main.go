@@ -11,8 +11,11 @@
 //	go run ./scripts/quorumbench -drms qcz+pause,qce+pause -ops 1    # a pause step against a crash step, in the same campaign
 //
 // For a DRM whose divergences name failure kinds, it prints too, per kind, the median
-// divergence step whose every failure is of that kind and the median convergence step whose
-// every replica comes back from it, with their ratios to the crash's.
+// divergence step whose every failure is of that kind (for a kind that breaks disks, which no
+// divergence gives every replica: whose other failures are crashes) and the median convergence
+// step whose every replica comes back from it, with their ratios to the crash's.
+//
+//	go run ./scripts/quorumbench -drms qce+power-loss+disk-error+corruption -ops 1   # disk faults against a crash
 package main
 
 import (
@@ -114,7 +117,11 @@ func bench(o options) error {
 			if crash != nil {
 				cd, cc = crash.div, crash.conv
 			}
-			fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%d\t%v\t%s\t\n", f, len(k.div), d.Round(time.Millisecond), ratio(d, cd), len(k.conv), c.Round(time.Millisecond), ratio(c, cc))
+			name := f.String()
+			if f.Disk() {
+				name += " (divergences: the others crash)"
+			}
+			fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%d\t%v\t%s\t\n", name, len(k.div), d.Round(time.Millisecond), ratio(d, cd), len(k.conv), c.Round(time.Millisecond), ratio(c, cc))
 		}
 	}
 	return w.Flush()
@@ -142,6 +149,9 @@ func stepKinds(steps []aem.Transition, replicas int) []aem.Failure {
 	for i, t := range steps {
 		if t.Kind == aem.Divergence {
 			out[i] = one(t.Failures)
+			if out[i] == aem.NotInLayout {
+				out[i] = withCrashes(t.Failures)
+			}
 			for r, f := range t.Failures {
 				if f != aem.NotInLayout {
 					failed[r] = f
@@ -157,6 +167,23 @@ func stepKinds(steps []aem.Transition, replicas int) []aem.Failure {
 		out[i] = one(back)
 	}
 	return out
+}
+
+// withCrashes is the kind that breaks disks of a divergence whose other failures are all
+// crashes: no divergence breaks every replica's disk (docs/aem.md), so its cost is measured
+// against the crashes beside it. NotInLayout for any other divergence.
+func withCrashes(of []aem.Failure) aem.Failure {
+	disk := aem.NotInLayout
+	for _, f := range of {
+		switch {
+		case f == aem.NotInLayout || f == aem.FailCrash:
+		case f.Disk() && (disk == aem.NotInLayout || disk == f):
+			disk = f
+		default:
+			return aem.NotInLayout
+		}
+	}
+	return disk
 }
 
 // campaign generates and runs drm's campaign, and measures it from its records.
