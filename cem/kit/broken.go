@@ -85,13 +85,20 @@ func (p *Plugin) unrecoverable(r *Replica) {
 	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Unrecoverable: true})
 }
 
-// errorLines returns the last n of lines that report an error (an exception's cause, an
-// error, a fatal line, a panic), or the last n lines when none does.
+// errorLines returns the last n of lines that say why a server stopped: those that report a
+// fatal error (an exception's cause, a fatal line, a panic), else those that report an error,
+// else the last n lines. A log of JSON lines names "error" in lines of every level (etcd's
+// "failed to detect default host" at info), so the fatal ones come first.
 func errorLines(lines []string, n int) []string {
 	var found []string
-	for _, l := range lines {
-		if errorLine.MatchString(l) {
-			found = append(found, strings.TrimSpace(l))
+	for _, re := range []*regexp.Regexp{fatalLine, errorLine} {
+		for _, l := range lines {
+			if re.MatchString(l) {
+				found = append(found, strings.TrimSpace(l))
+			}
+		}
+		if len(found) > 0 {
+			break
 		}
 	}
 	if len(found) == 0 {
@@ -100,7 +107,10 @@ func errorLines(lines []string, n int) []string {
 	return found[max(0, len(found)-n):]
 }
 
-var errorLine = regexp.MustCompile(`(?i)caused by|error|fatal|panic`)
+var (
+	fatalLine = regexp.MustCompile(`(?i)caused by|fatal|panic`)
+	errorLine = regexp.MustCompile(`(?i)error`)
+)
 
 func (p *Plugin) brokenAlarm(r *Replica, what string) {
 	r.broken = true
