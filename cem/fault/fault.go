@@ -267,8 +267,19 @@ func (DiskError) Recover(ctx context.Context, s Server) error {
 }
 
 // Settled waits the system's detection time: a server that went on after its disk failed may
-// have lost its followers or its leader meanwhile, and acts on what it knew.
-func (DiskError) Settled(ctx context.Context, s Server) error { return s.AwaitDetection(ctx) }
+// have lost its followers or its leader meanwhile, and acts on what it knew. A server that
+// exits meanwhile, on an error its disk gave before it healed (its exit races the heal), is
+// started again, as one that had exited before it: an operator restarts a server that a disk
+// error ended, and the restart, not the exit, is what the convergence judges.
+func (DiskError) Settled(ctx context.Context, s Server) error {
+	if err := s.AwaitDetection(ctx); err != nil || s.Running() {
+		return err
+	}
+	if err := s.Kill(ctx); err != nil {
+		return err
+	}
+	return s.Start(ctx)
+}
 
 // Corruption kills the server and corrupts one file of its state, as Jepsen's file nemesis
 // does: a flipped bit or a truncation, of the last file written or another, drawn from the

@@ -64,7 +64,7 @@ func TestKinds(t *testing.T) {
 		// lets it go on, as the schedule draws; one stopped for a write goes on once failed.
 		{DiskError{}, recorder{draw: 1}, 'e', []string{"fail disks"}, nil, []string{"heal disks"}, []string{"await detection"}, false, Needs{Disks: true}},
 		{DiskError{}, recorder{draw: 2}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
-		{DiskError{}, recorder{dead: true}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{dead: true}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection", "kill", "start"}, false, Needs{Disks: true}},
 		{DiskError{}, recorder{stopped: true}, 'e', []string{"fail disks", "continue"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
 		{Corruption{}, recorder{}, 'b', []string{"kill", "corrupt disk"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
 	} {
