@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -69,8 +70,11 @@ func (f Failed) String() string {
 }
 
 // errState is a failing disk's state: its Errors, how many bytes it wrote since, whether it
-// fails yet, and what it refused.
+// fails yet, and what it refused. It has a lock of its own: reads, which go through go-fuse's
+// loopback unlocked, consult it without the file system's lock, which an unmount holds while
+// it waits for the kernel to let go of the mount.
 type errState struct {
+	mu sync.Mutex
 	Errors
 	written int64
 	failing bool
@@ -78,30 +82,27 @@ type errState struct {
 }
 
 // Fail makes the file system a failing disk, until Heal.
-func (f *FS) Fail(e Errors) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errs = &errState{Errors: e, failing: e.From == 0}
-}
+func (f *FS) Fail(e Errors) { f.errs.Store(&errState{Errors: e, failing: e.From == 0}) }
 
 // Heal ends the failure and says what it refused.
 func (f *FS) Heal() Failed {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.errs == nil {
+	e := f.errs.Swap(nil)
+	if e == nil {
 		return Failed{}
 	}
-	failed := f.errs.failed
-	f.errs = nil
-	return failed
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
 }
 
 // refuse tells whether the failing disk refuses an operation (op: "write", "fsync", "read"),
-// which would write n bytes, and records it; the lock is held, but for reads.
+// which would write n bytes, and records it.
 func (e *errState) refuse(op string, n int64, what func() string) bool {
 	if e == nil {
 		return false
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	if !e.failing && e.written+n > e.From {
 		e.failing = true
 	}
@@ -126,13 +127,9 @@ func (e *errState) refuse(op string, n int64, what func() string) bool {
 	return true
 }
 
-// refused checks op with the failing disk, if any; it takes the lock for reads.
+// refused checks op with the failing disk, if any.
 func (f *FS) refused(op string, n int64, what func() string) syscall.Errno {
-	if op == "read" {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-	}
-	if f.errs.refuse(op, n, what) {
+	if f.errs.Load().refuse(op, n, what) {
 		return syscall.EIO
 	}
 	return 0

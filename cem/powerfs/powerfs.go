@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,8 +33,8 @@ type FS struct {
 	journal []undo // the name operations since the last sync, oldest first
 	trashed int    // entries moved to trash, for their names
 	stats   Stats
-	errs    *errState // a failing disk's, nil while it does not fail
-	last    lastWrite // the last write to any file, which Corrupt may damage
+	errs    atomic.Pointer[errState] // a failing disk's, nil while it does not fail
+	last    lastWrite                // the last write to any file, which Corrupt may damage
 }
 
 // undo is one name operation, as Drop takes it back.
