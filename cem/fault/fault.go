@@ -260,7 +260,12 @@ func (DiskError) Recover(ctx context.Context, s Server) error {
 	if s.Running() && s.Draw("restart after disk errors")%2 == 1 {
 		return nil // it goes on
 	}
-	if err := s.Kill(ctx); err != nil { // what is left of a server that exited, or the server
+	return restart(ctx, s)
+}
+
+// restart kills what is left of the server (all of it, or what an exit left) and starts it.
+func restart(ctx context.Context, s Server) error {
+	if err := s.Kill(ctx); err != nil {
 		return err
 	}
 	return s.Start(ctx)
@@ -275,10 +280,7 @@ func (DiskError) Settled(ctx context.Context, s Server) error {
 	if err := s.AwaitDetection(ctx); err != nil || s.Running() {
 		return err
 	}
-	if err := s.Kill(ctx); err != nil {
-		return err
-	}
-	return s.Start(ctx)
+	return restart(ctx, s)
 }
 
 // Corruption kills the server and corrupts one file of its state, as Jepsen's file nemesis
