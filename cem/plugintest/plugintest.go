@@ -246,24 +246,10 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 	var realised []string
 	cut := 0 // schedules that a replica's refusal to restart ended early
 	for i, planned := range plan.Schedules {
-		name := fmt.Sprintf("%d %s", i+1, schedules.Body(planned.Steps))
-		done := false
-		ok := t.Run(name, func(t *testing.T) {
-			defer func() { done = !t.Skipped() }()
-			c, snap, _ := s.realise(t, s.cfg.New(), planned.Steps, s.cfg.PluginConfig)
-			s.checkEnd(t, "", planned.Steps, snap)
-			for i, r := range snap.Replicas {
-				for k, v := range r.Data {
-					if !strings.HasPrefix(v, c.spec.ScheduleID) {
-						t.Errorf("replica %d holds %s = %q, which this schedule (%s) did not write", i, k, v, c.spec.ScheduleID)
-					}
-				}
-			}
-		})
-		switch {
-		case ok && done:
+		switch s.realiseSchedule(t, fmt.Sprintf("%d %s", i+1, schedules.Body(planned.Steps)), planned.Steps) {
+		case realisedWhole:
 			realised = append(realised, planned.Kinds...)
-		case ok:
+		case realisedCut:
 			cut++
 		}
 	}
@@ -277,6 +263,40 @@ func (s *suite) transitions(t *testing.T, plan Plan) {
 	}
 	t.Logf("%s with %d writes and %d replicas: %d schedules take its %d kinds of transition: %s",
 		s.drm.Name, s.params.Ops, s.params.Replicas, len(plan.Schedules), len(plan.Kinds), strings.Join(plan.Kinds, "; "))
+}
+
+// outcome is how a schedule of the transitions part ended.
+type outcome int
+
+const (
+	realisedWhole  outcome = iota // every step, and the replicas converged
+	realisedCut                   // a replica refused to restart and ended it (skipped)
+	realisedFailed                // the subtest failed
+)
+
+// realiseSchedule realises steps on a fresh cluster in the subtest name and checks the end:
+// converged (or diverged as Config.Known keeps it), every value one this schedule wrote.
+func (s *suite) realiseSchedule(t *testing.T, name string, steps []aem.Transition) outcome {
+	done := false
+	ok := t.Run(name, func(t *testing.T) {
+		defer func() { done = !t.Skipped() }()
+		c, snap, _ := s.realise(t, s.cfg.New(), steps, s.cfg.PluginConfig)
+		s.checkEnd(t, "", steps, snap)
+		for i, r := range snap.Replicas {
+			for k, v := range r.Data {
+				if !strings.HasPrefix(v, c.spec.ScheduleID) {
+					t.Errorf("replica %d holds %s = %q, which this schedule (%s) did not write", i, k, v, c.spec.ScheduleID)
+				}
+			}
+		}
+	})
+	switch {
+	case !ok:
+		return realisedFailed
+	case !done:
+		return realisedCut
+	}
+	return realisedWhole
 }
 
 // standIns realises, for the kinds that planned schedules did not realise because a replica
@@ -310,13 +330,7 @@ func (s *suite) standIns(t *testing.T, plan Plan, realised []string) []string {
 		}
 		p := all[best]
 		planned[string(schedules.Body(p.Steps))] = true
-		done := false
-		ok := t.Run(fmt.Sprintf("stand-in %d %s", n+1, schedules.Body(p.Steps)), func(t *testing.T) {
-			defer func() { done = !t.Skipped() }()
-			_, snap, _ := s.realise(t, s.cfg.New(), p.Steps, s.cfg.PluginConfig)
-			s.checkEnd(t, "", p.Steps, snap)
-		})
-		if ok && done {
+		if s.realiseSchedule(t, fmt.Sprintf("stand-in %d %s", n+1, schedules.Body(p.Steps)), p.Steps) == realisedWhole {
 			realised = append(realised, p.Kinds...)
 		}
 	}
