@@ -54,6 +54,9 @@ type Server interface {
 	// (powerfs.DrawErrors), until HealDisks, which says what they refused.
 	FailDisks(ctx context.Context, seed uint64) error
 	HealDisks(ctx context.Context) error
+	// SpendDisks makes the failing disks fail from now on every operation their draw names,
+	// whatever bytes the draw had left them.
+	SpendDisks(ctx context.Context) error
 	// CorruptDisk corrupts one file of the server's state, drawn from seed (powerfs.Corrupt),
 	// its server being gone.
 	CorruptDisk(ctx context.Context, seed uint64) error
@@ -228,7 +231,8 @@ func disks(h Host, what string) error {
 
 // DiskError makes the replica's disk fail, its server left running: its file systems answer
 // writes and fsyncs, or fsyncs alone (and reads, as the kit's disk_errors_on_reads says), with
-// EIO from a byte drawn from the schedule (powerfs.DrawErrors). A server may go on, stop
+// EIO from a byte drawn from the schedule (powerfs.DrawErrors), and from the divergence's end
+// at the latest. A server may go on, stop
 // serving or exit. Recovered, the disk heals, and a server that exited starts again; one that
 // runs restarts or goes on as the schedule draws: a restart reads what the disk kept, going
 // on keeps what the server holds in memory.
@@ -252,7 +256,14 @@ func (DiskError) Inject(ctx context.Context, s Server) error {
 	}
 	return nil
 }
-func (DiskError) Noticed(context.Context, Server) error { return nil } // a server finds out at its next write
+
+// Noticed spends what the draw left the disk: it fails from the divergence's end on, so that
+// the server meets its failure at its next write (a new term's vote, an epoch, a write it
+// follows), as the model has it offline from then on. The drawn bytes place the first failure
+// among the writes the server makes while its divergence lasts; a disk that never failed
+// within them would leave a server that leads and follows as if healthy, where the model has
+// it failed, and a convergence that waits for a leader among the others waits in vain.
+func (DiskError) Noticed(ctx context.Context, s Server) error { return s.SpendDisks(ctx) }
 func (DiskError) Recover(ctx context.Context, s Server) error {
 	if err := s.HealDisks(ctx); err != nil {
 		return err

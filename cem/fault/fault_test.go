@@ -39,7 +39,8 @@ func (r *recorder) Draw(string) uint64                   { return r.draw }
 func (r *recorder) FailDisks(context.Context, uint64) error {
 	return r.call("fail disks")
 }
-func (r *recorder) HealDisks(context.Context) error { return r.call("heal disks") }
+func (r *recorder) HealDisks(context.Context) error  { return r.call("heal disks") }
+func (r *recorder) SpendDisks(context.Context) error { return r.call("spend disks") }
 func (r *recorder) CorruptDisk(context.Context, uint64) error {
 	return r.call("corrupt disk")
 }
@@ -62,10 +63,10 @@ func TestKinds(t *testing.T) {
 		{Pause{}, recorder{}, 's', []string{"stop"}, nil, []string{"continue"}, []string{"await detection"}, true, Needs{}},
 		// A disk error's recovery starts a server that exited, and restarts one that runs or
 		// lets it go on, as the schedule draws; one stopped for a write goes on once failed.
-		{DiskError{}, recorder{draw: 1}, 'e', []string{"fail disks"}, nil, []string{"heal disks"}, []string{"await detection"}, false, Needs{Disks: true}},
-		{DiskError{}, recorder{draw: 2}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
-		{DiskError{}, recorder{dead: true}, 'e', []string{"fail disks"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection", "kill", "start"}, false, Needs{Disks: true}},
-		{DiskError{}, recorder{stopped: true}, 'e', []string{"fail disks", "continue"}, nil, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{draw: 1}, 'e', []string{"fail disks"}, []string{"spend disks"}, []string{"heal disks"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{draw: 2}, 'e', []string{"fail disks"}, []string{"spend disks"}, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{dead: true}, 'e', []string{"fail disks"}, []string{"spend disks"}, []string{"heal disks", "kill", "start"}, []string{"await detection", "kill", "start"}, false, Needs{Disks: true}},
+		{DiskError{}, recorder{stopped: true}, 'e', []string{"fail disks", "continue"}, []string{"spend disks"}, []string{"heal disks", "kill", "start"}, []string{"await detection"}, false, Needs{Disks: true}},
 		{Corruption{}, recorder{}, 'b', []string{"kill", "corrupt disk"}, nil, []string{"start"}, nil, false, Needs{Disks: true}},
 	} {
 		t.Run(fmt.Sprintf("%s/%+v", tt.kind.Failure(), tt.server), func(t *testing.T) {

@@ -137,6 +137,16 @@ func (p *Plugin) failDisks(r *Replica, seed uint64) {
 	r.diskFails = true
 }
 
+// spendDisks makes r's failing disks fail from now on, and records those that had not failed
+// yet.
+func (p *Plugin) spendDisks(r *Replica) {
+	for _, d := range p.disks[r.Index] {
+		if left := d.fs.Spend(); left > 0 {
+			p.act(r, "disk of %s fails from now on, its divergence over: %d of its drawn bytes were never written", d.rel, left)
+		}
+	}
+}
+
 // healDisks ends the failure of r's file systems and records what they refused.
 func (p *Plugin) healDisks(r *Replica) {
 	for _, d := range p.disks[r.Index] {

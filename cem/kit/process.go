@@ -121,7 +121,8 @@ func (s server) FailDisks(_ context.Context, seed uint64) error {
 	s.p.failDisks(s.r, seed)
 	return nil
 }
-func (s server) HealDisks(context.Context) error { s.p.healDisks(s.r); return nil }
+func (s server) HealDisks(context.Context) error  { s.p.healDisks(s.r); return nil }
+func (s server) SpendDisks(context.Context) error { s.p.spendDisks(s.r); return nil }
 func (s server) CorruptDisk(ctx context.Context, seed uint64) error {
 	return s.p.corruptDisk(ctx, s.r, seed)
 }

@@ -25,7 +25,8 @@ type Errors struct {
 	// directories; Reads fails reads.
 	Writes, Fsyncs, Reads bool
 	// From is how many bytes the disk still writes after it starts failing: the operations
-	// fail once a write would take the bytes written since past From, and from then on.
+	// fail once a write would take the bytes written since past From, or once Spend says so,
+	// and from then on.
 	From int64
 }
 
@@ -45,12 +46,13 @@ func (e Errors) String() string {
 
 // DrawErrors draws a failing disk from seed: writes and fsyncs fail, or fsyncs alone (the
 // page cache takes writes that the disk never gets); from the first byte, or after up to
-// 64 KiB more; reads too when reads.
+// 2 KiB more, which places the first failure among a few small records (a log's header, the
+// record after it), as a failure while a server writes; reads too when reads.
 func DrawErrors(seed uint64, reads bool) Errors {
 	rng := rand.New(rand.NewPCG(seed, 0x64697363)) // "disc"
 	e := Errors{Writes: rng.IntN(2) == 0, Fsyncs: true, Reads: reads}
 	if rng.IntN(2) == 0 {
-		e.From = rng.Int64N(64 << 10)
+		e.From = rng.Int64N(2 << 10)
 	}
 	return e
 }
@@ -93,6 +95,23 @@ func (f *FS) Heal() Failed {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.failed
+}
+
+// Spend ends the bytes a failing disk still writes: from now on it fails every operation its
+// Errors name. It returns how many of From's bytes were left unwritten: 0 when it was failing
+// already, or is not a failing disk.
+func (f *FS) Spend() int64 {
+	e := f.errs.Load()
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.failing {
+		return 0
+	}
+	e.failing = true
+	return e.From - e.written
 }
 
 // refuse tells whether the failing disk refuses an operation (op: "write", "fsync", "read"),

@@ -20,12 +20,17 @@ func TestFailingDisk(t *testing.T) {
 		syncErr, readErr bool   // the fsync after them, a read of another file
 		durable          string // the log after a power loss that follows the heal
 		failed           Failed
+		spend            bool  // Spend after the first write
+		left             int64 // what Spend says was left of From
 	}{
-		{Errors{Writes: true, Fsyncs: true}, true, true, true, false, "head", Failed{Writes: 2, Fsyncs: 1, First: "write of 4 bytes at 4 of log"}},
-		{Errors{Writes: true, Fsyncs: true, From: 6}, false, true, true, false, "head", Failed{Writes: 1, Fsyncs: 1, First: "write of 4 bytes at 8 of log"}},
-		{Errors{Fsyncs: true}, false, false, true, false, "head", Failed{Fsyncs: 1, First: "fsync of log"}},
-		{Errors{Fsyncs: true, From: 100}, false, false, false, false, "headabcdabcd", Failed{}},
-		{Errors{Fsyncs: true, Reads: true}, false, false, true, true, "head", Failed{Fsyncs: 1, Reads: 1, First: "fsync of log"}},
+		{Errors{Writes: true, Fsyncs: true}, true, true, true, false, "head", Failed{Writes: 2, Fsyncs: 1, First: "write of 4 bytes at 4 of log"}, false, 0},
+		{Errors{Writes: true, Fsyncs: true, From: 6}, false, true, true, false, "head", Failed{Writes: 1, Fsyncs: 1, First: "write of 4 bytes at 8 of log"}, false, 0},
+		{Errors{Fsyncs: true}, false, false, true, false, "head", Failed{Fsyncs: 1, First: "fsync of log"}, false, 0},
+		{Errors{Fsyncs: true, From: 100}, false, false, false, false, "headabcdabcd", Failed{}, false, 0},
+		{Errors{Fsyncs: true, Reads: true}, false, false, true, true, "head", Failed{Fsyncs: 1, Reads: 1, First: "fsync of log"}, false, 0},
+		// Spent after the first write, the disk fails the second, whatever From had left.
+		{Errors{Writes: true, Fsyncs: true, From: 100}, false, true, true, false, "head", Failed{Writes: 1, Fsyncs: 1, First: "write of 4 bytes at 8 of log"}, true, 96},
+		{Errors{Writes: true, Fsyncs: true}, true, true, true, false, "head", Failed{Writes: 2, Fsyncs: 1, First: "write of 4 bytes at 4 of log"}, true, 0},
 	} {
 		t.Run(tt.errs.String(), func(t *testing.T) {
 			f := mountT(t)
@@ -46,6 +51,11 @@ func TestFailingDisk(t *testing.T) {
 			}
 			_, err = file.WriteString("abcd")
 			isEIO("first write", err, tt.writeErr)
+			if tt.spend {
+				if left := f.Spend(); left != tt.left {
+					t.Errorf("Spend() = %d, want %d", left, tt.left)
+				}
+			}
 			_, err = file.WriteString("abcd")
 			isEIO("second write", err, tt.twoErr)
 			isEIO("fsync", file.Sync(), tt.syncErr)
@@ -74,8 +84,8 @@ func TestDrawErrors(t *testing.T) {
 	seen := map[string]bool{}
 	for seed := range uint64(64) {
 		e := DrawErrors(seed, true)
-		if !e.Fsyncs || !e.Reads || e.From < 0 || e.From >= 64<<10 {
-			t.Errorf("seed %d drew %+v: fsyncs and reads must fail, from a byte below 64 KiB", seed, e)
+		if !e.Fsyncs || !e.Reads || e.From < 0 || e.From >= 2<<10 {
+			t.Errorf("seed %d drew %+v: fsyncs and reads must fail, from a byte below 2 KiB", seed, e)
 		}
 		seen[fmt.Sprint(e.Writes, e.From == 0)] = true
 	}
