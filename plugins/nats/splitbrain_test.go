@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +23,9 @@ import (
 // on 2.12.2. With the default sync_interval, k1.1 is acknowledged at step 1 and lost by the
 // leader's power loss; at the end replicas 3 and 4, which paused holding it, still hold it and
 // replicas 0, 1 and 2 do not, and both of the former logged that they truncated their Raft
-// logs. With sync_interval: always every replica holds it.
+// logs. Now and then one of them (or both) comes back with its stream emptied to the leader's,
+// as by hand (TestSplitBrainByHand); k1.1 is lost to it then. With sync_interval: always every
+// replica holds it.
 func TestSplitBrain(t *testing.T) {
 	plugintest.Servers(t)
 	params := plugintest.Params{Ops: 1, Replicas: 5}
@@ -58,15 +61,14 @@ func TestSplitBrain(t *testing.T) {
 				}
 			}
 			d := oracle.Compare(snap)
-			want := []int{0, 1, 2, 3, 4}
-			if tt.split {
-				want = []int{3, 4}
+			switch {
+			case !tt.split && len(holders) != 5:
+				t.Fatalf("sync_interval %s: replicas %v hold the acknowledged k1.1, want all five (%s)", tt.name, holders, d.Line())
+			case tt.split && !slices.Equal(holders, []int{3, 4}) && !slices.Equal(holders, []int{3}) && !slices.Equal(holders, []int{4}) && len(holders) > 0:
+				t.Fatalf("sync_interval %s: replicas %v hold the acknowledged k1.1, want 3 and 4 (or one of them, or neither)", tt.name, holders)
 			}
-			if fmt.Sprint(holders) != fmt.Sprint(want) {
-				t.Fatalf("sync_interval %s: replicas %v hold the acknowledged k1.1, want %v (%s)", tt.name, holders, want, d.Line())
-			}
 			if tt.split {
-				for _, a := range []int{3, 4} {
+				for _, a := range holders {
 					name := serverOf(t, reports, a)
 					log, err := os.ReadFile(filepath.Join(spec.Dir, name, name+".log"))
 					if err != nil {
@@ -98,7 +100,8 @@ func serverOf(t *testing.T, reports []cem.StepReport, a int) string {
 
 // TestSplitBrainByHand builds and runs testdata/split-brain.go with cluster.go, the same split
 // brain by hand with five nats-server 2.12.2 processes and nats.go, no modulo: it exits 1 and
-// says that the two servers that paused hold the acknowledged w1 and the other three do not.
+// says that the servers that paused, both as a rule and now and then one of them, hold the
+// acknowledged w1 and the others do not, or that none does.
 func TestSplitBrainByHand(t *testing.T) {
 	plugintest.Servers(t)
 	server := plugintest.CachedServer(t, filepath.Join("nats-server", "2.12.2", "nats-server"))
@@ -106,12 +109,33 @@ func TestSplitBrainByHand(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), bin, server)
 	cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(plugintest.FreePorts(t, 50)), "TMPDIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
+	t.Logf("split-brain.go\n%s", out)
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Errorf("the reproduction ended with %v, want exit status 1 (diverged)", err)
+		t.Errorf("the reproduction ended with %v, want exit status 1 (diverged or lost)", err)
 	}
-	if !regexp.MustCompile(`DIVERGED: n\d and n\d hold the acknowledged w1 \(first=1 last=1 messages=1\), n\d, n\d and n\d do not`).Match(out) {
-		t.Error("no line \"DIVERGED: <two> hold the acknowledged w1 ..., <three> do not\" in its output")
+	if !splitBrainEnd.Match(out) {
+		t.Errorf("no line %q in its output", splitBrainEnd)
 	}
-	t.Logf("split-brain.go\n%s", out)
+}
+
+// splitBrainEnd is the line that split-brain.go ends with when the acknowledged w1 is not on
+// every server.
+var splitBrainEnd = regexp.MustCompile(`(?m)^(DIVERGED: n\d( and n\d)? holds? the acknowledged w1 \(first=1 last=1 messages=1\), (n\d, )*n\d and n\d do not|LOST: no server holds the acknowledged w1)$`)
+
+// TestSplitBrainEnd: the ends split-brain.go prints for each course, and one it must not match.
+func TestSplitBrainEnd(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"DIVERGED: n2 and n3 hold the acknowledged w1 (first=1 last=1 messages=1), n0, n1 and n4 do not", true},
+		{"DIVERGED: n3 holds the acknowledged w1 (first=1 last=1 messages=1), n0, n1, n2 and n4 do not", true},
+		{"LOST: no server holds the acknowledged w1", true},
+		{"CONVERGED: every store says first=1 last=1 messages=1", false},
+	} {
+		if got := splitBrainEnd.MatchString(tt.line); got != tt.want {
+			t.Errorf("%q matched %v, want %v", tt.line, got, tt.want)
+		}
+	}
 }
