@@ -113,9 +113,10 @@ func shapeProblems(p page) []string {
 var replayCount = regexp.MustCompile(`\b\d+ of \d+\b`)
 
 // keptProblems says what is wrong with what p's "Kept and replayed by" section names: it must
-// name a kept schedule and a test that replays it, or carry the notKept line and the replay
-// counts measured; every kept schedule it names must come with a test that replays it.
-func keptProblems(p page, schedules []kept) []string {
+// name one of keeps (a kept schedule by its ID, a hand reproduction by its path) and a test
+// that replays or runs it, or carry the notKept line and the replay counts measured; every
+// one of keeps it names must come with such a test.
+func keptProblems(p page, keeps []kept) []string {
 	section := p.sections[keptSection]
 	if strings.Contains(section, notKept) {
 		if !replayCount.MatchString(section) {
@@ -125,7 +126,7 @@ func keptProblems(p page, schedules []kept) []string {
 	}
 	var problems []string
 	found := false
-	for _, k := range schedules {
+	for _, k := range keeps {
 		if !strings.Contains(section, k.id) {
 			continue
 		}
@@ -136,7 +137,7 @@ func keptProblems(p page, schedules []kept) []string {
 		found = found || named
 	}
 	if !found && len(problems) == 0 {
-		problems = append(problems, fmt.Sprintf("%q names no schedule kept in plugins/*/testdata with the test that replays it, nor says %q", keptSection, notKept))
+		problems = append(problems, fmt.Sprintf("%q names no schedule kept in plugins/*/testdata with the test that replays it, nor a hand reproduction there with the test that runs it, nor says %q", keptSection, notKept))
 	}
 	return problems
 }
@@ -321,12 +322,16 @@ func TestEveryFindingHasAPage(t *testing.T) {
 	}
 }
 
-// TestEveryPageIsKept: every page names a kept schedule and the test that replays it, or says
-// in the one declared line why no test keeps it, with the replay counts measured.
+// TestEveryPageIsKept: every page names a kept schedule and the test that replays it, or a
+// hand reproduction and the test that runs it, or says in the one declared line why no test
+// keeps it, with the replay counts measured.
 func TestEveryPageIsKept(t *testing.T) {
-	schedules := keptSchedules(t)
+	keeps := keptSchedules(t)
+	for _, h := range handReproductions(t) {
+		keeps = append(keeps, kept{id: h, file: filepath.Base(h), tests: replayers(t, filepath.Join(root, filepath.Dir(filepath.Dir(h))), filepath.Base(h))})
+	}
 	for _, p := range readPages(t) {
-		for _, problem := range keptProblems(p, schedules) {
+		for _, problem := range keptProblems(p, keeps) {
 			t.Errorf("docs/bugs/%s: %s", p.name, problem)
 		}
 	}
@@ -371,6 +376,12 @@ func TestChecks(t *testing.T) {
 		}, 0},
 		{"kept, without its test", func() []string { return keptProblems(withKept("`x.txt` (0123456789abcdef)."), schedules) }, 1},
 		{"nothing kept", func() []string { return keptProblems(withKept("Nothing."), schedules) }, 1},
+		{"by hand, with its test", func() []string {
+			return keptProblems(withKept("`TestY` runs `plugins/x/testdata/y.go`."), append(schedules, kept{id: "plugins/x/testdata/y.go", file: "y.go", tests: []string{"TestY"}}))
+		}, 0},
+		{"by hand, without its test", func() []string {
+			return keptProblems(withKept("`plugins/x/testdata/y.go`."), append(schedules, kept{id: "plugins/x/testdata/y.go", file: "y.go", tests: []string{"TestY"}}))
+		}, 1},
 		{"declared, with counts", func() []string { return keptProblems(withKept(notKept+" It failed in 0 of 5 replays."), schedules) }, 0},
 		{"declared, without counts", func() []string { return keptProblems(withKept(notKept), schedules) }, 1},
 		{"named", func() []string {
