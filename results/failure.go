@@ -82,6 +82,10 @@ func (s *Store) WriteFailure(f Failure) error {
 		err = errors.Join(err, copyLogs(f.Cluster, filepath.Join(dir, LogsDir)))
 		if mvErr := os.Rename(f.Cluster, filepath.Join(dir, ClusterDir)); mvErr != nil {
 			err = errors.Join(err, fmt.Errorf("keep cluster directory: %w", mvErr))
+		} else if _, pErr := fsutil.PunchZeros(filepath.Join(dir, ClusterDir)); pErr != nil {
+			// Files written as zeros (etcd's preallocated WALs) would weigh what they claim:
+			// 250 MB a failure of three members, and a campaign's failures fill a disk.
+			err = errors.Join(err, fmt.Errorf("keep cluster directory: %w", pErr))
 		}
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,11 @@ func TestWriteFailure(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A log written ahead as zeros, as etcd's WAL is, is kept as holes.
+	wal := append([]byte("entry"), make([]byte, 4<<20)...)
+	if err := os.WriteFile(filepath.Join(cluster, "r0", "0.wal"), wal, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	// A folder left by a run killed before it recorded is replaced.
 	if err := os.MkdirAll(filepath.Join(st.FailureDir(s.ID), "stale"), 0o755); err != nil {
@@ -82,6 +88,13 @@ func TestWriteFailure(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(fd, name)); err != nil {
 			t.Error(err)
 		}
+	}
+	var wst syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(fd, "cluster", "r0", "0.wal"), &wst); err != nil {
+		t.Fatal(err)
+	}
+	if wst.Size != int64(len(wal)) || wst.Blocks*512 > 64<<10 {
+		t.Errorf("the kept 0.wal is %d bytes with %d allocated, want %d with its zeros as holes", wst.Size, wst.Blocks*512, len(wal))
 	}
 	for _, gone := range []string{filepath.Join(fd, "logs/r0/appendonly.aof"), filepath.Join(fd, "stale"), cluster} {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {

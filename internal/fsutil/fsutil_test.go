@@ -135,3 +135,72 @@ func TestDigestOfZerosIgnoresHoles(t *testing.T) {
 		t.Errorf("written zeros digest as %s, a hole as %s", da.Digest, db.Digest)
 	}
 }
+
+// TestPunchZeros: a file written as zeros and one allocated ahead by fallocate(2), as etcd
+// preallocates its WAL, each with data at its start, in its middle and in its last, partial
+// block, read the same after PunchZeros and weigh their data alone.
+func TestPunchZeros(t *testing.T) {
+	const size = 8<<20 + 100
+	for _, tt := range []struct {
+		name  string
+		write func(t *testing.T, path string, data []byte)
+	}{
+		{"written", func(t *testing.T, path string, data []byte) {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"allocated", func(t *testing.T, path string, data []byte) {
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := syscall.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+				t.Skipf("the test's file system cannot allocate ahead: %v", err)
+			}
+			for at := 0; at < size; at += 1 << 20 {
+				if chunk := data[at:min(at+1<<20, size)]; !allZero(chunk) {
+					if _, err := f.WriteAt(chunk, int64(at)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, "member", "wal", "0.wal")
+			if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+				t.Fatal(err)
+			}
+			data := make([]byte, size)
+			for _, at := range []int{0, 3<<20 + 17, size - 10} {
+				copy(data[at:], "record")
+			}
+			tt.write(t, path, data)
+			before, err := Digest(root, []string{"member"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			freed, err := PunchZeros(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after, err := Digest(root, []string{"member"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after.Digest != before.Digest {
+				t.Error("the file reads otherwise after PunchZeros")
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(path, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Size != size || st.Blocks*512 > 64<<10 || freed < 8<<20-64<<10 {
+				t.Errorf("after PunchZeros (freed %d bytes) the file is %d bytes with %d allocated, want %d with its blocks of data", freed, st.Size, st.Blocks*512, size)
+			}
+		})
+	}
+}
