@@ -137,6 +137,22 @@ type Preparer interface {
 	Prepare(ctx context.Context, c *Cluster) error
 }
 
+// GroupStarter is implemented by a quorum system whose servers, when several start together,
+// start only by an operator's decision over the group: after every node of a Galera cluster
+// went down, the most advanced is bootstrapped and the others join it, and a new cluster is
+// bootstrapped once (MySQL Group Replication and Pacemaker-managed clusters alike). The kit
+// calls StartGroup at the cluster's start, with every replica in group, and before each
+// convergence of a quorum model recovers its group: group is the replicas the convergence brings
+// back (each recovers by its kind; those whose servers are down start by Command), running the
+// replicas whose servers run now, online or not (a paused, cut-off or disk-failed server of the
+// group among them). StartGroup may read the stopped servers' files and run the system's own
+// tools on them, as an operator would (Galera's --wsrep-recover), and remember its decision for
+// Command. It returns the group in the order in which the kit recovers it, and whether the kit
+// waits until each started server serves (Readier) before it recovers the next.
+type GroupStarter interface {
+	StartGroup(ctx context.Context, c *Cluster, group, running []*Replica) (order []*Replica, oneByOne bool, err error)
+}
+
 // Holder is implemented by a system that can tell more cheaply than ReadAll whether replica r
 // holds key = value, or that stores one write as something else than one key (several keys, a
 // key of another name). The kit polls Holds after a write until it holds; seen says what r holds

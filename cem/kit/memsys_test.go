@@ -3,6 +3,7 @@ package kit_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -71,6 +72,13 @@ type memSystem struct {
 		InitialKeys int `toml:"initial_keys"`
 		// Preset names one of memPresets, which set only the kit's keys.
 		Preset string `toml:"preset"`
+		// Bootstrap makes the system a Galera's: a started server joins a peer that has
+		// joined and serves, and none when every server went down, unless its start
+		// bootstrapped it, as StartGroup decides: the one of the longest log among those
+		// down, started first. Only joined replicas are elected. IgnoreGroup makes
+		// StartGroup decide nothing, as a kit that starts each server alone would.
+		Bootstrap   bool `toml:"bootstrap"`
+		IgnoreGroup bool `toml:"ignore_group"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -78,6 +86,10 @@ type memSystem struct {
 	reps   []*memReplica
 	leader *kit.Replica // quorum models: nil until elected, and after the leader restarts
 	epochs int          // source of memReplica.epoch values
+	// bootstrap is the replica whose next start bootstraps it (cfg.Bootstrap), and groups
+	// what StartGroup was asked: "group | running" by names.
+	bootstrap *kit.Replica
+	groups    []string
 }
 
 // memReplica is one replica's state.
@@ -101,6 +113,8 @@ type memReplica struct {
 	resumeOff bool
 	// startedWith is the source the server followed when it last started.
 	startedWith *kit.Replica
+	// joined: the server has joined the cluster since it last started (cfg.Bootstrap).
+	joined bool
 }
 
 // memEntry is one write in a replica's log, with when it entered that log.
@@ -250,6 +264,10 @@ func (s *memSystem) rep(r *kit.Replica) *memReplica {
 			m.src = m.resumes
 		}
 		m.startedWith = m.src
+		m.joined = s.bootstrap == r
+		if m.joined {
+			s.bootstrap = nil
+		}
 		if s.leader == r {
 			s.leader = nil
 		}
@@ -258,6 +276,43 @@ func (s *memSystem) rep(r *kit.Replica) *memReplica {
 		}
 	}
 	return m
+}
+
+// StartGroup decides the starts of group, with cfg.Bootstrap: where no running server has
+// joined, the one of the longest log among those of group that are down bootstraps, first,
+// and each of the others starts once the one before serves.
+func (s *memSystem) StartGroup(_ context.Context, c *kit.Cluster, group, running []*kit.Replica) ([]*kit.Replica, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups = append(s.groups, memNames(group)+" | "+memNames(running))
+	if !s.cfg.Bootstrap || s.cfg.IgnoreGroup || slices.ContainsFunc(running, func(r *kit.Replica) bool { return s.reps[r.Index].joined }) {
+		return group, false, nil
+	}
+	var first *kit.Replica
+	for _, r := range group {
+		if !slices.Contains(running, r) && (first == nil || len(s.reps[r.Index].log) > len(s.reps[first.Index].log)) {
+			first = r
+		}
+	}
+	if first == nil {
+		return group, false, nil
+	}
+	s.bootstrap = first
+	order := []*kit.Replica{first}
+	for _, r := range group {
+		if r != first {
+			order = append(order, r)
+		}
+	}
+	return order, true, nil
+}
+
+func memNames(rs []*kit.Replica) string {
+	var ns []string
+	for _, r := range rs {
+		ns = append(ns, r.Name)
+	}
+	return strings.Join(ns, " ")
 }
 
 // resync makes m replicate from src, in full first.
@@ -271,6 +326,12 @@ func (s *memSystem) tick() {
 	for i, r := range s.c.Replicas {
 		up[i] = serving(r, tickWait)
 		s.rep(r)
+	}
+	if s.cfg.Bootstrap {
+		sponsor := slices.ContainsFunc(s.c.Replicas, func(r *kit.Replica) bool { return up[r.Index] && s.reps[r.Index].joined })
+		for i, m := range s.reps {
+			m.joined = m.joined || sponsor && up[i]
+		}
 	}
 	// A replica takes what its source took in this pass too: sources first, as far as chains go.
 	for range s.c.Replicas {
@@ -431,6 +492,11 @@ func (s *memSystem) Leader(_ context.Context, _ *kit.Cluster, online []*kit.Repl
 	for _, r := range online {
 		if !serving(r, tickWait) {
 			return nil, r.Name + " does not answer", nil
+		}
+	}
+	for _, r := range online {
+		if s.cfg.Bootstrap && !s.rep(r).joined {
+			return nil, r.Name + " has joined no cluster", nil
 		}
 	}
 	if s.leader != nil && slices.Contains(online, s.leader) {
@@ -1058,6 +1124,61 @@ func TestInfoNetwork(t *testing.T) {
 			}
 			if !strings.Contains(got, tt.want) {
 				t.Errorf("Info: network %q (error %v), want %q", info.Capabilities.Network, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestGroupStart: a system whose servers start only by a decision over the group (Galera's
+// bootstrap of the most advanced node once every node went down) passes the suite on Q/C/E
+// when it decides through kit.GroupStarter; the kit asks it at the start with every replica
+// down, and at a convergence after every replica crashed with none running. Where it decides
+// nothing, the cluster never starts.
+func TestGroupStart(t *testing.T) {
+	plugintest.Run(t, plugintest.Config{
+		DRM:          "qce",
+		Params:       aem.Params{Ops: 2, Replicas: 3},
+		New:          func() cem.CEM { return kit.New(memAbout("qce"), &memSystem{}) },
+		PluginConfig: []byte("lag_ms = 20\nbootstrap = true"),
+		StepTimeout:  6 * time.Second,
+		NoServers:    true,
+	})
+	for _, tt := range []struct {
+		name, config string
+		started      bool
+	}{
+		{"decided", "bootstrap = true", true},
+		{"undecided", "bootstrap = true\nignore_group = true", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := &memSystem{}
+			p := kit.New(memAbout("qce"), sys)
+			spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 2 * time.Second}
+			ctx := context.Background()
+			err := p.Start(ctx, spec)
+			t.Cleanup(func() { p.Teardown(context.Background()) })
+			var nr *cem.NotReachedError
+			switch {
+			case !tt.started && !errors.As(err, &nr):
+				t.Fatalf("Start with nobody bootstrapped: %v, want the cluster's start not reached", err)
+			case !tt.started:
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			for i, step := range []string{"D[0,1,1]", "C[0,1,2]"} {
+				if _, err := p.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
+					t.Fatalf("step %d %s: %v", i+1, step, err)
+				}
+			}
+			// The start, then the convergence after every replica crashed: all three in the
+			// group, none running.
+			if len(sys.groups) != 2 || slices.ContainsFunc(sys.groups, func(g string) bool {
+				group, running, _ := strings.Cut(g, " | ")
+				return len(strings.Fields(group)) != 3 || running != ""
+			}) {
+				t.Errorf("StartGroup was asked %q (group | running), want twice all three replicas with none running", sys.groups)
 			}
 		})
 	}

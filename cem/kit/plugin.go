@@ -497,9 +497,18 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if err := p.prepare(ctx); err != nil {
 		return err
 	}
-	for _, r := range p.c.Replicas {
+	order, oneByOne, err := p.startOrder(ctx, p.c.Replicas)
+	if err != nil {
+		return err
+	}
+	for i, r := range order {
 		if err := p.startServer(r); err != nil {
 			return err
+		}
+		if oneByOne {
+			if err := p.awaitReady(ctx, r, order[:i]...); err != nil {
+				return err
+			}
 		}
 	}
 	for _, r := range p.c.Replicas {

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,38 @@ func (p *Plugin) awaitReady(ctx context.Context, r *Replica, started ...*Replica
 	return p.await(ctx, r.Name+" to serve", append([]*Replica{r}, started...), func(ctx context.Context) (bool, string, error) {
 		return rd.Ready(ctx, r)
 	})
+}
+
+// startOrder is the order in which group starts or recovers, and whether each waits until the
+// one before it serves: the system's, where it decides starts for the group (GroupStarter),
+// else group's own, at once.
+func (p *Plugin) startOrder(ctx context.Context, group []*Replica) (order []*Replica, oneByOne bool, err error) {
+	gs, ok := p.sys.(GroupStarter)
+	if !ok {
+		return group, false, nil
+	}
+	var running []*Replica
+	for _, r := range p.c.Replicas {
+		if r.running() {
+			running = append(running, r)
+		}
+	}
+	err = p.call(ctx, "the system's start of "+names(group), func(ctx context.Context) error {
+		order, oneByOne, err = gs.StartGroup(ctx, p.c, group, running)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(order) != len(group) || slices.ContainsFunc(group, func(r *Replica) bool { return !slices.Contains(order, r) }) {
+		return nil, false, fmt.Errorf("StartGroup ordered %s, which is not the group %s", names(order), names(group))
+	}
+	how := "at once"
+	if oneByOne {
+		how = "each once the one before serves"
+	}
+	p.act(nil, "start order, the system's: %s, %s", names(order), how)
+	return order, oneByOne, nil
 }
 
 // restart starts r's server again from its directory and waits until it serves.

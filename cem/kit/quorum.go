@@ -89,17 +89,30 @@ func (e *quorumEngine) apply(ctx context.Context, t *aem.Transition, next *aem.S
 	for _, a := range t.Group {
 		r := e.p.replica(a)
 		kinds[r] = r.failed
+		group = append(group, r)
+	}
+	order, oneByOne, err := e.p.startOrder(ctx, group)
+	if err != nil {
+		return err
+	}
+	for i, r := range order {
 		if err := e.p.recover(ctx, r); err != nil {
 			return err
 		}
-		group = append(group, r)
-	}
-	for _, r := range group {
-		if err := kinds[r].Settled(ctx, server{e.p, r}); err != nil {
-			return err
+		if oneByOne && r.running() {
+			if err = e.p.awaitReady(ctx, r, order[:i]...); err != nil {
+				break // a server that exited is judged below
+			}
 		}
 	}
-	err := e.recover(ctx, group, next)
+	if err == nil {
+		for _, r := range group {
+			if err := kinds[r].Settled(ctx, server{e.p, r}); err != nil {
+				return err
+			}
+		}
+		err = e.recover(ctx, group, next)
+	}
 	for _, r := range group {
 		if err != nil && r.proc != nil && !r.proc.Running() {
 			e.p.unrecoverable(r)
