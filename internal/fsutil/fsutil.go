@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // CopyFile copies src to dst, with src's mode and holes, through a temporary file renamed into
@@ -315,7 +317,7 @@ func punchFile(path string) (int64, error) {
 		if run < 0 || to == run {
 			return nil
 		}
-		err := syscall.Fallocate(int(f.Fd()), punchHole|keepSize, run, to-run)
+		err := unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, run, to-run)
 		run = -1
 		return err
 	}
@@ -345,9 +347,3 @@ func punchFile(path string) (int64, error) {
 	}
 	return (before.Blocks - after.Blocks) * 512, nil
 }
-
-// The modes of fallocate(2) that free a range of a file and keep its size.
-const (
-	keepSize  = 0x01
-	punchHole = 0x02
-)
