@@ -90,6 +90,9 @@ type failure struct {
 	Body     string
 	Steps    int
 	Detail   string // complete
+	// Restored says which steps were restored from another schedule's run, and whose values
+	// the detail quotes (results.RestoredNote); empty for a run from scratch.
+	Restored string
 	Replayed *results.Reproduction
 	Shrunk   *results.Shrunk
 	Timeline *timeline
@@ -358,6 +361,9 @@ func (p *page) failures(s *results.Summary) {
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
 	for i, r := range np {
 		f := &failure{Record: r, Label: s.Label(r), Detail: oracle.Abbreviate(r.Detail)}
+		if r.Restored != nil {
+			f.Restored = results.RestoredNote(r)
+		}
 		if rep, ok := s.Reproductions[r.ID]; ok {
 			f.Replayed = &rep
 		}

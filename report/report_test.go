@@ -440,3 +440,40 @@ func TestReportManyFailures(t *testing.T) {
 		t.Error("a missing failure folder is not said")
 	}
 }
+
+// TestReportRestored: a failure whose first steps were restored from another schedule's run
+// says so beside its detail, and whose values its detail quotes; one run from scratch says
+// nothing of the kind.
+func TestReportRestored(t *testing.T) {
+	s, err := results.ReadSummary(filepath.Join(campaigns, "slr-2x3-broken"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := s.NotPassed()
+	if len(np) < 2 {
+		t.Fatalf("the campaign has %d failures, want two at least", len(np))
+	}
+	from := np[1].ID
+	for i := range s.Latest {
+		if s.Latest[i].ID == np[0].ID {
+			s.Latest[i].Restored = &results.Restored{Steps: 2, From: from, Digest: "bca54e48"}
+			s.Latest[i].Detail = `1 key differs: k1.1 (r0="` + from + `:k1.1" r1=<missing>)`
+		}
+	}
+	var b bytes.Buffer
+	if err := report.Write(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := find(doc, tagClass("p", "restored"))
+	if len(notes) != 1 {
+		t.Fatalf("%d restored notes, want 1 (the one restored failure)", len(notes))
+	}
+	want := "steps 1-2 restored from " + from + `'s run; the values "` + from + `:..." were written in those steps, by that run`
+	if got := text(notes[0]); got != want {
+		t.Errorf("the note says %q, want %q", got, want)
+	}
+}

@@ -124,6 +124,14 @@ type Record struct {
 	ReadMS  float64   `json:"read_ms"`
 }
 
+// Outcome is the record's verdict with its class: "fail (lost-write)", "pass".
+func (r Record) Outcome() string {
+	if r.Class == "" {
+		return string(r.Verdict)
+	}
+	return fmt.Sprintf("%s (%s)", r.Verdict, r.Class)
+}
+
 // Restored says that a schedule's first Steps steps were not run for it: its cluster was
 // restored from the files that the run of schedule From saved after them (their digest), the
 // same cluster as its own prefix would have left. Its records and failure folder show From's

@@ -269,7 +269,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 			detail += " [at the end: " + OneLine(oracle.Abbreviate(r.AtEnd)) + "]"
 		}
 		if r.Restored != nil {
-			detail += fmt.Sprintf(" [steps 1-%d restored from %s's run]", r.Restored.Steps, r.Restored.From)
+			detail += " [" + RestoredNote(r) + "]"
 		}
 		if m := c.Merged; m != nil && m.Flaky[r.ID] != "" {
 			detail += " [recorded twice: " + m.Flaky[r.ID] + "]"
@@ -277,6 +277,18 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
 	}
 	return tw.Flush()
+}
+
+// RestoredNote says which steps of r were restored from another schedule's run, and, where r's
+// verdict quotes a value that run wrote (each value begins with the ID of the schedule whose
+// run wrote it), that those values are that run's: a reader otherwise takes a value carrying
+// another schedule's ID for a mix-up of modulo's.
+func RestoredNote(r Record) string {
+	note := fmt.Sprintf("steps 1-%d restored from %s's run", r.Restored.Steps, r.Restored.From)
+	if strings.Contains(r.Detail+r.AtEnd, `"`+r.Restored.From+":") {
+		note += fmt.Sprintf(`; the values "%s:..." were written in those steps, by that run`, r.Restored.From)
+	}
+	return note
 }
 
 // NotPassedKinds says, for a DRM whose failures take several kinds, how many of the schedules

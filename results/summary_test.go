@@ -332,3 +332,29 @@ func TestNotPassedKindCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoredNote: a record whose prefix was restored says from which run, and, where its
+// verdict quotes a value of that run, that the value was written there.
+func TestRestoredNote(t *testing.T) {
+	restored := &results.Restored{Steps: 3, From: "345a89c90e1e93f7", Digest: "a3aff36f"}
+	tests := []struct {
+		name string
+		r    results.Record
+		want string
+	}{
+		{"a value of the restored run", results.Record{ID: "2e9231c9e7ba1fcb", Restored: restored,
+			Detail: `after step 4: 1 acknowledged write lost: k3.1 on replica 0 (acknowledged "345a89c90e1e93f7:k3.1", holds <missing>)`},
+			`steps 1-3 restored from 345a89c90e1e93f7's run; the values "345a89c90e1e93f7:..." were written in those steps, by that run`},
+		{"at the end only", results.Record{ID: "2e9231c9e7ba1fcb", Restored: restored,
+			Detail: "after step 4: 1 key differs", AtEnd: `fail: 1 key differs: k3.1 (r0="345a89c90e1e93f7:k3.1" r1=<missing>)`},
+			`steps 1-3 restored from 345a89c90e1e93f7's run; the values "345a89c90e1e93f7:..." were written in those steps, by that run`},
+		{"its own values", results.Record{ID: "2e9231c9e7ba1fcb", Restored: restored,
+			Detail: `1 acknowledged write lost: k4.1 on replica 0 (acknowledged "2e9231c9e7ba1fcb:k4.1", holds <missing>)`},
+			"steps 1-3 restored from 345a89c90e1e93f7's run"},
+	}
+	for _, tt := range tests {
+		if got := results.RestoredNote(tt.r); got != tt.want {
+			t.Errorf("%s: %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+}

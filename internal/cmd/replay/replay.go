@@ -140,7 +140,7 @@ func explainDifferences(out io.Writer, t *rerun.Target, recs []results.Record) {
 		if d == "" {
 			d = "every observation is the same as in the recorded run"
 		}
-		fmt.Fprintf(out, "%s: %s, not %s: %s\n", name, r.Verdict, recorded.Verdict, d)
+		fmt.Fprintf(out, "%s: %s, where the recorded run had %s: %s\n", name, r.Outcome(), recorded.Outcome(), d)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
@@ -166,5 +167,36 @@ func TestHoldSaysWhereServersListen(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExplainOtherClass: a run that fails with another class than the recorded run says both
+// classes, not "fail, not fail", and the first observation in which it departed.
+func TestExplainOtherClass(t *testing.T) {
+	obs := func(sync string) []results.StepObservations {
+		return []results.StepObservations{{Step: 1, Replicas: []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": sync}}}}}
+	}
+	recorded := results.Record{ID: "9f04dcda77776788", Verdict: oracle.Fail, Class: oracle.Diverged, Observations: obs("PARTIAL")}
+	target := &rerun.Target{Summary: &results.Summary{Latest: []results.Record{recorded}}, Schedule: schedules.Schedule{ID: recorded.ID}}
+	tests := []struct {
+		name   string
+		replay results.Record
+		want   string
+	}{
+		{"another class", results.Record{Verdict: oracle.Fail, Class: oracle.LostWrite, Observations: obs("FULL")},
+			"run 1: fail (lost-write), where the recorded run had fail (divergence): "},
+		{"a pass", results.Record{Verdict: oracle.Pass, Observations: obs("FULL")},
+			"run 1: pass, where the recorded run had fail (divergence): "},
+		{"the same", results.Record{Verdict: oracle.Fail, Class: oracle.Diverged, Observations: obs("FULL")}, ""},
+	}
+	for _, tt := range tests {
+		var b strings.Builder
+		explainDifferences(&b, target, []results.Record{tt.replay})
+		if !strings.HasPrefix(b.String(), tt.want) || (tt.want == "") != (b.Len() == 0) {
+			t.Errorf("%s: printed %q, want it to begin %q", tt.name, b.String(), tt.want)
+		}
+		if tt.want != "" && !strings.Contains(b.String(), "PARTIAL") {
+			t.Errorf("%s: printed %q, which does not say the recorded observation", tt.name, b.String())
+		}
 	}
 }
