@@ -157,6 +157,11 @@ type Alarm struct {
 	// failure, exited before the cluster caught up: it cannot recover from what the failure
 	// left (ZooKeeper refusing a log without a snapshot after a power loss).
 	Unrecoverable bool
+	// Stuck says that the replica's server, up, logged during a step that its system cannot go
+	// on without an operator (a line the plugin names as such, kit.LineKind.Stuck: Galera's
+	// "node restart required"), and the step's wait for the cluster ended at its deadline: a
+	// liveness failure of the system's, not an incomplete step.
+	Stuck bool
 }
 
 // ReplicaData is the data one replica holds at the end of a schedule.

@@ -72,7 +72,7 @@ func TestProtocol(t *testing.T) {
 		wantRest := StepReport{
 			Writes:       []Write{{Key: "step 4", Value: "report all", Acked: true}},
 			Observations: []Observation{{Replica: 1, Fields: map[string]string{"role": "leader", "term": "2"}}},
-			Alarms:       []Alarm{{Replica: 2, What: "digest mismatches: 1"}, {Replica: 1, What: "prev-link", Broken: true}},
+			Alarms:       []Alarm{{Replica: 2, What: "digest mismatches: 1"}, {Replica: 1, What: "prev-link", Broken: true}, {Replica: 0, What: "exited", Unrecoverable: true}, {Replica: 2, What: "restart required", Stuck: true}},
 		}
 		if rest := (StepReport{Writes: report.Writes, Observations: report.Observations, Alarms: report.Alarms}); !reflect.DeepEqual(rest, wantRest) {
 			t.Errorf("Apply reported %+v, want %+v", rest, wantRest)

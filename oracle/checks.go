@@ -2,6 +2,7 @@ package oracle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
@@ -31,23 +32,37 @@ const (
 	// caught up, and the step's waits ended there: the system cannot recover the replica
 	// from what the failure left on its disk.
 	Unrecoverable Class = "unrecoverable"
+	// Liveness: the cluster never reached the state a step needed, and a replica's server,
+	// up, said during the step that it cannot go on without an operator (Galera's "node
+	// restart required"): the system's own liveness failure, where without that word the
+	// schedule would be incomplete.
+	Liveness Class = "liveness"
 )
 
 // Classes lists the classes of failure, in the order summaries name them.
-var Classes = []Class{Diverged, LostWrite, BrokenReplication, Unrecoverable, SelfCheck}
+var Classes = []Class{Diverged, LostWrite, BrokenReplication, Unrecoverable, Liveness, SelfCheck}
 
 // Alarms judges the alarms a step raised: the class of failure (an unrecoverable replica when
-// any alarm says so, else broken replication when any says that, else a failed self-check)
-// and one line naming every alarm.
+// any alarm says so, else broken replication when any says that, else a liveness failure when
+// any says that, else a failed self-check) and one line naming every alarm.
 func Alarms(alarms []cem.Alarm) (Class, string) {
+	rank := func(c Class) int {
+		return slices.Index([]Class{Unrecoverable, BrokenReplication, Liveness, SelfCheck}, c)
+	}
 	class, parts := SelfCheck, make([]string, len(alarms))
 	for i, a := range alarms {
 		parts[i] = fmt.Sprintf("replica %d: %s", a.Replica, a.What)
+		c := SelfCheck
 		switch {
 		case a.Unrecoverable:
-			class = Unrecoverable
-		case a.Broken && class != Unrecoverable:
-			class = BrokenReplication
+			c = Unrecoverable
+		case a.Broken:
+			c = BrokenReplication
+		case a.Stuck:
+			c = Liveness
+		}
+		if rank(c) < rank(class) {
+			class = c
 		}
 	}
 	switch class {
@@ -55,6 +70,8 @@ func Alarms(alarms []cem.Alarm) (Class, string) {
 		return class, "a restarted server exited: " + strings.Join(parts, "; ")
 	case BrokenReplication:
 		return class, "the system says replication is broken: " + strings.Join(parts, "; ")
+	case Liveness:
+		return class, "the system says it cannot go on: " + strings.Join(parts, "; ")
 	}
 	return class, "the system's own check: " + strings.Join(parts, "; ")
 }

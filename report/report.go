@@ -85,11 +85,11 @@ type segment struct {
 }
 
 type failure struct {
-	Record   results.Record
-	Label    string
-	Body     string
-	Steps    int
-	Detail   string // complete
+	Record results.Record
+	Label  string
+	Body   string
+	Steps  int
+	Detail string // complete
 	// Restored says which steps were restored from another schedule's run, and whose values
 	// the detail quotes (results.RestoredNote); empty for a run from scratch.
 	Restored string

@@ -79,6 +79,11 @@ type memSystem struct {
 		// StartGroup decide nothing, as a kit that starts each server alone would.
 		Bootstrap   bool `toml:"bootstrap"`
 		IgnoreGroup bool `toml:"ignore_group"`
+		// StuckJoin makes a restarted server that is not bootstrapped (with bootstrap) log
+		// stuckLine and never join, as a Galera joiner whose IST failed says "node restart
+		// required" and neither exits nor rejoins; with stuck_quiet it logs nothing.
+		StuckJoin  bool `toml:"stuck_join"`
+		StuckQuiet bool `toml:"stuck_quiet"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -113,8 +118,9 @@ type memReplica struct {
 	resumeOff bool
 	// startedWith is the source the server followed when it last started.
 	startedWith *kit.Replica
-	// joined: the server has joined the cluster since it last started (cfg.Bootstrap).
-	joined bool
+	// joined: the server has joined the cluster since it last started (cfg.Bootstrap);
+	// stuck: it never will (cfg.StuckJoin); wasJoined: it joined in an earlier start.
+	joined, stuck, wasJoined bool
 }
 
 // memEntry is one write in a replica's log, with when it entered that log.
@@ -264,7 +270,12 @@ func (s *memSystem) rep(r *kit.Replica) *memReplica {
 			m.src = m.resumes
 		}
 		m.startedWith = m.src
+		m.wasJoined = m.wasJoined || m.joined
 		m.joined = s.bootstrap == r
+		m.stuck = s.cfg.StuckJoin && m.wasJoined && !m.joined
+		if m.stuck && !s.cfg.StuckQuiet {
+			logLine(r, stuckLine)
+		}
 		if m.joined {
 			s.bootstrap = nil
 		}
@@ -330,7 +341,7 @@ func (s *memSystem) tick() {
 	if s.cfg.Bootstrap {
 		sponsor := slices.ContainsFunc(s.c.Replicas, func(r *kit.Replica) bool { return up[r.Index] && s.reps[r.Index].joined })
 		for i, m := range s.reps {
-			m.joined = m.joined || sponsor && up[i]
+			m.joined = m.joined || sponsor && up[i] && !m.stuck
 		}
 	}
 	// A replica takes what its source took in this pass too: sources first, as far as chains go.
@@ -353,6 +364,8 @@ func (s *memSystem) tick() {
 const (
 	wrongEpoch = -1
 	brokenLine = "memsys: this replica's history is not its source's"
+	// stuckLine is what a restarted server that will never join logs (stuck_join).
+	stuckLine = "memsys: joining failed, node restart required"
 )
 
 // logLine appends line to r's server's log, as the server would.
@@ -365,9 +378,10 @@ func logLine(r *kit.Replica, line string) {
 	fmt.Fprintln(f, line)
 }
 
-// SyncLines names the line a follower that cannot replicate logs (wrong_rewind).
+// SyncLines names the line a follower that cannot replicate logs (wrong_rewind), and the one a
+// server that will never join logs (stuck_join).
 func (s *memSystem) SyncLines() []kit.LineKind {
-	return []kit.LineKind{{Text: brokenLine, Kind: "NOT-ITS-HISTORY", Broken: true}}
+	return []kit.LineKind{{Text: brokenLine, Kind: "NOT-ITS-HISTORY", Broken: true}, {Text: stuckLine, Kind: "RESTART-REQUIRED", Stuck: true}}
 }
 
 // pull makes m take from its source's log what replication has brought by now.
@@ -1179,6 +1193,54 @@ func TestGroupStart(t *testing.T) {
 				return len(strings.Fields(group)) != 3 || running != ""
 			}) {
 				t.Errorf("StartGroup was asked %q (group | running), want twice all three replicas with none running", sys.groups)
+			}
+		})
+	}
+}
+
+// TestStuck: a restarted server that says it cannot go on without an operator (stuck_join, as a
+// Galera joiner's "node restart required") and never joins ends the convergence, at its
+// deadline, with an alarm of class liveness that names the line; later steps are refused. A
+// server that says nothing of the kind, and never joins either, leaves the step incomplete.
+func TestStuck(t *testing.T) {
+	for _, tt := range []struct {
+		name, config string
+		stuck        bool
+	}{
+		{"says so", "bootstrap = true\nstuck_join = true", true},
+		{"says nothing", "bootstrap = true\nstuck_join = true\nstuck_quiet = true", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sys := &memSystem{}
+			p := kit.New(memAbout("qce"), sys)
+			spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 2 * time.Second}
+			ctx := context.Background()
+			if err := p.Start(ctx, spec); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { p.Teardown(context.Background()) })
+			if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,0,1]"}); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]"})
+			var nr *cem.NotReachedError
+			if !tt.stuck {
+				if !errors.As(err, &nr) || len(rep.Alarms) != 0 {
+					t.Fatalf("C[0,1]: %v, alarms %v; want the step not reached and no alarm", err, rep.Alarms)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("C[0,1]: %v, want the step ended by an alarm", err)
+			}
+			class, line := oracle.Alarms(rep.Alarms)
+			if class != oracle.Liveness || len(rep.Alarms) != 1 || !strings.Contains(line, `RESTART-REQUIRED "`+stuckLine+`"`) ||
+				!strings.Contains(line, "the step's wait ended at its deadline") {
+				t.Errorf("alarms %v: class %s, %q; want one of class %s naming the line", rep.Alarms, class, line, oracle.Liveness)
+			}
+			if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "ended with the system stuck") {
+				t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
 			}
 		})
 	}

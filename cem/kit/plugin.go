@@ -654,7 +654,19 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	}
 	p.step, p.actions, p.writes, p.alarms = step.Index, nil, nil, nil
 	p.steps = append(p.steps, step.Transition)
+	logged, err := p.logSizes()
+	if err != nil {
+		return cem.StepReport{}, p.errorf(what, err)
+	}
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
+	if stuck := p.stuckAlarms(err, logged); len(stuck) > 0 {
+		// The system said it cannot go on: its failure, judged now; the cluster is not where
+		// the model is, so later steps are refused.
+		p.alarms = append(p.alarms, stuck...)
+		p.state = next
+		p.failed = fmt.Errorf("step %d (%s) ended with the system stuck: %w", step.Index+1, step.Transition, err)
+		err = nil
+	}
 	p.recordDiskUse()
 	report := cem.StepReport{Writes: p.writes, Alarms: p.alarms}
 	if err == nil {

@@ -35,11 +35,15 @@ func (s *system) Observe(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (m
 
 // SyncLines are what the rsync state transfer script logs on the joiner, in the server's log:
 // a state snapshot transfer (the data directory copied from a donor), or an incremental one
-// (the writesets the node missed, from a donor's Galera cache; the script runs in both).
+// (the writesets the node missed, from a donor's Galera cache; the script runs in both). And
+// Galera's own word that a node cannot go on until an operator restarts it ("Receiving IST
+// failed, node restart required"), after which its server neither exits nor rejoins: a
+// convergence that then never completes is Galera's liveness failure (kit.LineKind.Stuck).
 func (s *system) SyncLines() []kit.LineKind {
 	return []kit.LineKind{
 		{Text: "rsync SST completed on joiner", Kind: "SST"},
 		{Text: "rsync IST completed on joiner", Kind: "IST"},
+		{Text: "node restart required", Kind: "RESTART-REQUIRED", Stuck: true},
 	}
 }
 

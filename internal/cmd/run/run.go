@@ -104,6 +104,9 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                 unrecoverable  a server restarted after a failure exited before its
                             cluster caught up (ZooKeeper refusing its log after a
                             power loss)
+                liveness    the cluster never reached a step's state, and a server
+                            said it cannot go on without an operator (Galera's
+                            "node restart required")
                 self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start

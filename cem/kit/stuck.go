@@ -1,0 +1,69 @@
+package kit
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/modulo-testing/modulo/cem"
+)
+
+// logSizes is how many bytes each replica's server has logged so far, by concrete index.
+func (p *Plugin) logSizes() (map[int]int64, error) {
+	sizes := map[int]int64{}
+	for _, r := range p.c.Replicas {
+		n, err := logSize(r)
+		if err != nil {
+			return nil, err
+		}
+		sizes[r.Index] = n
+	}
+	return sizes, nil
+}
+
+// stuckAlarms says, for a step whose wait ended at its deadline (err a *cem.NotReachedError),
+// which running servers logged since from a line that their system names as stuck
+// (LineKind.Stuck): one alarm each, naming the line and what the wait awaited. None for any
+// other end of a step, or where no such line was logged.
+func (p *Plugin) stuckAlarms(err error, from map[int]int64) []cem.Alarm {
+	var nr *cem.NotReachedError
+	sl, ok := p.sys.(SyncLogger)
+	if !errors.As(err, &nr) || !ok {
+		return nil
+	}
+	var kinds []LineKind
+	for _, k := range sl.SyncLines() {
+		if k.Stuck {
+			kinds = append(kinds, k)
+		}
+	}
+	var alarms []cem.Alarm
+	for _, r := range p.c.Replicas {
+		if len(kinds) == 0 || !r.running() {
+			continue
+		}
+		lines, _, lerr := logLinesFrom(r, from[r.Index])
+		if lerr != nil {
+			p.act(r, "its log cannot be read for the system's word that it is stuck: %v", lerr)
+			continue
+		}
+		if what := stuckLine(lines, kinds); what != "" {
+			what = fmt.Sprintf("%s, up, logged %s, and the step's wait ended at its deadline: %s", r.Name, what, nr.Awaited)
+			p.act(r, "stuck: %s", what)
+			alarms = append(alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Stuck: true})
+		}
+	}
+	return alarms
+}
+
+// stuckLine is the first of lines that contains the text of one of kinds: `KIND "LINE"`.
+func stuckLine(lines []string, kinds []LineKind) string {
+	for _, line := range lines {
+		for _, k := range kinds {
+			if strings.Contains(line, k.Text) {
+				return fmt.Sprintf("%s %q", k.Kind, strings.TrimSpace(line))
+			}
+		}
+	}
+	return ""
+}
