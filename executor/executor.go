@@ -91,6 +91,13 @@ type Campaign struct {
 	// DefaultShareBudget); beyond it, it saves nothing more until it evicts.
 	Share       bool
 	ShareBudget int64
+	// FailureBudget bounds the disk a failure folder's copy of its cluster takes
+	// (results.Failure.ClusterBudget; zero means results.DefaultClusterBudget). MinFree is the
+	// free disk of the results directory below which the run stops before its next schedule
+	// with a *DiskFullError, as an interrupt stops it, every result written intact; zero
+	// checks nothing.
+	FailureBudget int64
+	MinFree       int64
 	// Trace keeps the actions of every schedule that passes (results.Store.WriteTrace); those
 	// of the others are in their failure folders.
 	Trace bool
@@ -363,6 +370,9 @@ func (w *worker) loop(ctx context.Context, jobs <-chan []schedules.Schedule) (er
 			if ctx.Err() != nil {
 				return nil
 			}
+			if err := w.run.c.checkFree(); err != nil {
+				return err
+			}
 			var next *schedules.Schedule
 			if i+1 < len(unit) {
 				next = &unit[i+1]
@@ -478,7 +488,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 			f.Detail = o.full
 		}
 		if o.made {
-			f.Cluster = w.dir
+			f.Cluster, f.ClusterBudget = w.dir, c.FailureBudget
 		}
 		if err := c.Store.WriteFailure(f); err != nil {
 			return err

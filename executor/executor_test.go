@@ -564,3 +564,36 @@ func TestWorkRoot(t *testing.T) {
 		t.Errorf("two campaigns' results directories share the work folder %s", a)
 	}
 }
+
+// TestRunStopsOnFullDisk: a results disk with less free than MinFree stops the run before its
+// next schedule with a *DiskFullError that says how to go on, every record written intact; with
+// the free disk asked for, the same campaign resumes and runs the rest.
+func TestRunStopsOnFullDisk(t *testing.T) {
+	h, all := readSchedules(t)
+	dir := t.TempDir()
+	sys := newFakeSystem(t, 10)
+	st := openStore(t, dir, h)
+	c := campaign(t, sys, st, h, all, 1)
+	c.MinFree = 1 << 62 // more than any disk has
+	sum, err := executor.Run(context.Background(), c)
+	var full *executor.DiskFullError
+	if !errors.As(err, &full) || !strings.Contains(err.Error(), "its results intact") || !strings.Contains(err.Error(), "run again to resume") {
+		t.Fatalf("Run: %v, want a *DiskFullError saying the results are intact and how to resume", err)
+	}
+	if sum.Schedules() != 0 || len(recordsByID(t, dir)) != 0 {
+		t.Errorf("ran %d schedules and recorded %d, want none", sum.Schedules(), len(recordsByID(t, dir)))
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sys2 := newFakeSystem(t, 10)
+	c2 := campaign(t, sys2, openStore(t, dir, h), h, all, 1)
+	c2.MinFree = 1 << 20
+	if _, err := executor.Run(context.Background(), c2); err != nil {
+		t.Fatal(err)
+	}
+	sys2.check()
+	if n := len(recordsByID(t, dir)); n != len(all) {
+		t.Errorf("%d records after the disk had room, want %d", n, len(all))
+	}
+}

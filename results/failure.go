@@ -1,6 +1,7 @@
 package results
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
@@ -47,7 +49,19 @@ type Failure struct {
 	Snapshot *cem.Snapshot
 	// Cluster is the cluster directory, moved into the folder; empty when there was none.
 	Cluster string
+	// ClusterBudget bounds the disk the moved cluster directory takes, in bytes: beyond it,
+	// its largest files are left out (the servers' logs are in logs/ whatever it says), and
+	// LeftOutText names them. Zero means DefaultClusterBudget.
+	ClusterBudget int64
 }
+
+// DefaultClusterBudget is Failure.ClusterBudget's default: an etcd failure of three members
+// on power-loss file systems kept 367 MB (its WAL files whole), and a campaign of 60 such
+// failures took 22 GB; the files a reader needs are small.
+const DefaultClusterBudget = 256 << 20
+
+// LeftOutText, in a failure folder's cluster directory, names the files its budget left out.
+const LeftOutText = "LEFT-OUT.txt"
 
 // FailureDir returns the failure folder of schedule id.
 func (s *Store) FailureDir(id string) string { return filepath.Join(s.dir, FailuresDir, id) }
@@ -86,12 +100,57 @@ func (s *Store) WriteFailure(f Failure) error {
 			// Files written as zeros (etcd's preallocated WALs) would weigh what they claim:
 			// 250 MB a failure of three members, and a campaign's failures fill a disk.
 			err = errors.Join(err, fmt.Errorf("keep cluster directory: %w", pErr))
+		} else if bErr := keepWithin(filepath.Join(dir, ClusterDir), f.ClusterBudget); bErr != nil {
+			err = errors.Join(err, fmt.Errorf("keep cluster directory: %w", bErr))
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("failure folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// keepWithin leaves out of the cluster directory dir its largest files, one by one, until the
+// disk it takes is within budget (DefaultClusterBudget for 0), and names them in LeftOutText:
+// a failure is read from its logs, actions and data, and replayed from scratch, neither of
+// which needs a server's whole state.
+func keepWithin(dir string, budget int64) error {
+	if budget <= 0 {
+		budget = DefaultClusterBudget
+	}
+	type file struct {
+		path string
+		used int64
+	}
+	var files []file
+	var total int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		used, err := fsutil.Allocated(path)
+		files, total = append(files, file{path, used}), total+used
+		return err
+	})
+	if err != nil || total <= budget {
+		return err
+	}
+	slices.SortStableFunc(files, func(a, b file) int { return cmp.Compare(b.used, a.used) })
+	var lines []string
+	for _, f := range files {
+		if total <= budget {
+			break
+		}
+		if err := os.Remove(f.path); err != nil {
+			return err
+		}
+		total -= f.used
+		rel, _ := filepath.Rel(dir, f.path)
+		lines = append(lines, fmt.Sprintf("%s\t%d bytes on disk", rel, f.used))
+	}
+	head := fmt.Sprintf("Left out of this copy of the cluster's directory, largest first, to keep it within %d MiB (failure_budget_mb);\n"+
+		"the servers' logs are whole in ../%s, and a replay runs from scratch.\n", budget>>20, LogsDir)
+	return os.WriteFile(filepath.Join(dir, LeftOutText), []byte(head+strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // TracePath returns the trace file of schedule id.

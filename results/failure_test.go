@@ -1,10 +1,14 @@
 package results_test
 
 import (
+	"bytes"
 	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -100,5 +104,68 @@ func TestWriteFailure(t *testing.T) {
 		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v, want it gone", gone, err)
 		}
+	}
+}
+
+// TestWriteFailureBudget: a cluster directory beyond the folder's budget loses its largest
+// files, one by one, until within it, and LEFT-OUT.txt names them; the logs stay whole in
+// logs/; within the budget nothing is left out.
+func TestWriteFailureBudget(t *testing.T) {
+	h, all, err := schedules.ReadAll("../schedules/testdata/ssr-1x3.sched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mib = 1 << 20
+	sizes := map[string]int{"r0/server.log": 3 * mib, "r0/big.db": 2 * mib, "r1/mid.db": mib, "r1/small.db": 4096}
+	tests := []struct {
+		name    string
+		budget  int64
+		leftOut []string
+	}{
+		{"within", 8 * mib, nil},
+		{"the largest", 5 * mib, []string{"r0/server.log"}},
+		{"two", 2 * mib, []string{"r0/server.log", "r0/big.db"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := all[1]
+			dir := t.TempDir()
+			st := openStore(t, dir, campaign)
+			cluster := filepath.Join(dir, results.WorkDir, "w0")
+			for name, n := range sizes {
+				path := filepath.Join(cluster, name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, bytes.Repeat([]byte("x"), n), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := results.Failure{Header: h, Schedule: s, Record: record(s.ID, oracle.Fail), Detail: "1 key differs", Cluster: cluster, ClusterBudget: tt.budget}
+			if err := st.WriteFailure(f); err != nil {
+				t.Fatal(err)
+			}
+			kept := filepath.Join(st.FailureDir(s.ID), results.ClusterDir)
+			for name := range sizes {
+				_, err := os.Stat(filepath.Join(kept, name))
+				if left := slices.Contains(tt.leftOut, name); left != errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("%s: stat %v, want left out %v", name, err, left)
+				}
+			}
+			note, err := os.ReadFile(filepath.Join(kept, results.LeftOutText))
+			switch {
+			case tt.leftOut == nil && !errors.Is(err, fs.ErrNotExist):
+				t.Errorf("%s within the budget: %v %q, want none", results.LeftOutText, err, note)
+			case tt.leftOut != nil:
+				for _, name := range tt.leftOut {
+					if !strings.Contains(string(note), name+"\t") {
+						t.Errorf("%s does not name %s:\n%s", results.LeftOutText, name, note)
+					}
+				}
+			}
+			if fi, err := os.Stat(filepath.Join(st.FailureDir(s.ID), results.LogsDir, "r0", "server.log")); err != nil || fi.Size() != 3*mib {
+				t.Errorf("logs/r0/server.log: %v, want it whole", err)
+			}
+		})
 	}
 }

@@ -9,6 +9,8 @@
 //	check = "every-convergence"     # judge after every convergence and at the end; "end": at the end only
 //	share_prefixes = true           # restore saved clusters instead of replaying shared prefixes
 //	share_budget_mb = 1024          # disk a worker's saved clusters may take
+//	failure_budget_mb = 256         # disk a failure folder's copy of its cluster may take
+//	min_free_mb = 1024              # free disk below which a campaign stops, its results intact
 //
 //	[redis]                         # handed to the redis plugin, which checks its own keys
 //	server = "/usr/bin/redis-server"
@@ -52,6 +54,11 @@ type Config struct {
 	// disk (MiB) that each worker's saved clusters take.
 	SharePrefixes bool
 	ShareBudgetMB int
+	// FailureBudgetMB bounds the disk (MiB) that a failure folder's copy of its cluster takes;
+	// MinFreeMB is the free disk (MiB) of the results directory below which a campaign stops
+	// before its next schedule, its results intact.
+	FailureBudgetMB int
+	MinFreeMB       int
 	// AllowEphemeralPorts lets clusters use ports in the kernel's ephemeral range, with a
 	// warning, on a host whose range leaves no room outside it.
 	AllowEphemeralPorts bool
@@ -71,6 +78,8 @@ const (
 	keyEphemeral   = "allow_ephemeral_ports"
 	keyShare       = "share_prefixes"
 	keyShareBudget = "share_budget_mb"
+	keyFailBudget  = "failure_budget_mb"
+	keyMinFree     = "min_free_mb"
 )
 
 // MaxWorkers bounds workers: every worker runs a whole cluster.
@@ -81,13 +90,15 @@ const MaxWorkers = 256
 // MongoDB, and below Linux's ephemeral range from 32768), one worker per CPU.
 func Default() Config {
 	return Config{
-		ResultsDir:    "modulo-results",
-		BasePort:      20000,
-		Workers:       runtime.NumCPU(),
-		StepTimeout:   cem.DefaultStepTimeout,
-		Check:         oracle.EveryConvergence,
-		SharePrefixes: true,
-		ShareBudgetMB: 1024,
+		ResultsDir:      "modulo-results",
+		BasePort:        20000,
+		Workers:         runtime.NumCPU(),
+		StepTimeout:     cem.DefaultStepTimeout,
+		Check:           oracle.EveryConvergence,
+		SharePrefixes:   true,
+		ShareBudgetMB:   1024,
+		FailureBudgetMB: 256,
+		MinFreeMB:       1024,
 	}
 }
 
@@ -116,6 +127,8 @@ func Parse(data []byte, name string) (Config, error) {
 		Ephemeral:   &c.AllowEphemeralPorts,
 		Share:       &c.SharePrefixes,
 		ShareBudget: &c.ShareBudgetMB,
+		FailBudget:  &c.FailureBudgetMB,
+		MinFree:     &c.MinFreeMB,
 	}
 	md, err := toml.Decode(string(data), &settings)
 	if err != nil {
@@ -181,10 +194,12 @@ type settingsDoc struct {
 	Ephemeral   *bool          `toml:"allow_ephemeral_ports"`
 	Share       *bool          `toml:"share_prefixes"`
 	ShareBudget *int           `toml:"share_budget_mb"`
+	FailBudget  *int           `toml:"failure_budget_mb"`
+	MinFree     *int           `toml:"min_free_mb"`
 }
 
 func settingKeys() []string {
-	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral, keyShare, keyShareBudget}
+	return []string{keyResultsDir, keyBasePort, keyWorkers, keyStepTimeout, keyPluginDir, keyCheck, keyEphemeral, keyShare, keyShareBudget, keyFailBudget, keyMinFree}
 }
 
 // pluginNames lists, sorted, the plugins that realise ds: the tables a file may hold.
@@ -213,6 +228,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%s must be positive, got %v", keyStepTimeout, c.StepTimeout)
 	case c.ShareBudgetMB < 1:
 		return fmt.Errorf("%s must be at least 1, got %d", keyShareBudget, c.ShareBudgetMB)
+	case c.FailureBudgetMB < 1:
+		return fmt.Errorf("%s must be at least 1, got %d", keyFailBudget, c.FailureBudgetMB)
+	case c.MinFreeMB < 0:
+		return fmt.Errorf("%s must not be negative, got %d", keyMinFree, c.MinFreeMB)
 	}
 	if _, err := oracle.ParseCheck(string(c.Check)); err != nil || c.Check == "" {
 		return fmt.Errorf("%s must be %q or %q, got %q", keyCheck, oracle.EveryConvergence, oracle.End, c.Check)

@@ -44,7 +44,7 @@ func TestLoadNoFile(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb; plugin tables: etcd, mongodb, redis, zookeeper)"
+	const known = " (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb, failure_budget_mb, min_free_mb; plugin tables: etcd, mongodb, redis, zookeeper)"
 	tests := []struct {
 		name    string
 		file    string
@@ -68,6 +68,9 @@ func TestParse(t *testing.T) {
 		{name: "port too low", file: "base_port = 80", wantErr: "c.toml: base_port must be between 1024 and 65535, got 80"},
 		{name: "no workers", file: "workers = 0", wantErr: "c.toml: workers must be between 1 and 256, got 0"},
 		{name: "negative timeout", file: "step_timeout = '-1s'", wantErr: "c.toml: step_timeout must be positive, got -1s"},
+		{name: "budgets", file: "failure_budget_mb = 64\nmin_free_mb = 0", check: func(c Config) bool { return c.FailureBudgetMB == 64 && c.MinFreeMB == 0 }},
+		{name: "no failure budget", file: "failure_budget_mb = 0", wantErr: "c.toml: failure_budget_mb must be at least 1, got 0"},
+		{name: "negative free", file: "min_free_mb = -1", wantErr: "c.toml: min_free_mb must not be negative, got -1"},
 		{name: "empty results dir", file: "results_dir = ''", wantErr: "c.toml: results_dir must not be empty"},
 		{name: "check by default", file: "", check: func(c Config) bool { return c.Check == oracle.EveryConvergence }},
 		{name: "check at the end", file: "check = 'end'", check: func(c Config) bool { return c.Check == oracle.End }},

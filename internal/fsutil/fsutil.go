@@ -273,6 +273,16 @@ func FileSHA256(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// Allocated is the disk that the file at path takes: its allocated blocks, which are fewer
+// than its size where it has holes.
+func Allocated(path string) (int64, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return 0, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return st.Blocks * 512, nil
+}
+
 // PunchZeros makes the blocks of zeros in every regular file under root holes, as CopyFile
 // leaves them in a copy: the files read the same and weigh only their data (etcd's 64 MB
 // preallocated WAL files, written as zeros, weigh a few kilobytes then). It returns how many

@@ -158,6 +158,8 @@ a default:
   check = "every-convergence"
   share_prefixes = true
   share_budget_mb = 1024
+  failure_budget_mb = 256  # a failure folder's copy of its cluster; beyond it, largest files left out
+  min_free_mb = 1024       # below this free disk, the campaign stops before its next schedule (exit 2)
   allow_ephemeral_ports = false
   [redis]                  # handed to the plugin as is
   server = "/usr/bin/redis-server"
@@ -349,6 +351,7 @@ func Run(opts *Options) error {
 		Launch:       launch, Store: store,
 		Workers: cfg.Workers, BasePort: cfg.BasePort, StepTimeout: cfg.StepTimeout, Check: cfg.Check, Retry: retry,
 		Share: cfg.SharePrefixes, ShareBudget: int64(cfg.ShareBudgetMB) << 20, Trace: opts.Trace,
+		FailureBudget: int64(cfg.FailureBudgetMB) << 20, MinFree: int64(cfg.MinFreeMB) << 20,
 		Progress: prog.update,
 	})
 	prog.finish()

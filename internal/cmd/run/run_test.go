@@ -105,7 +105,7 @@ func TestRunBadInput(t *testing.T) {
 			ssrFile + ": no schedule with ID 0000000000000000, ffffffffffffffff"},
 		{"shard and ids", Options{File: ssrFile, Shard: "1/2", IDs: []string{"9e00953181d87464"}}, errShardWithIDs.Error()},
 		{"bad shard", Options{File: ssrFile, Shard: "3/2"}, "--shard: shard 3/2: K must be from 1 to N, and N at least 1"},
-		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb; plugin tables: etcd, mongodb, redis, zookeeper)`},
+		{"bad config", Options{File: ssrFile, ConfigFile: badConfig}, badConfig + `: unknown key "wokers" (settings: results_dir, base_port, workers, step_timeout, plugin_dir, check, allow_ephemeral_ports, share_prefixes, share_budget_mb, failure_budget_mb, min_free_mb; plugin tables: etcd, mongodb, redis, zookeeper)`},
 		{"bad override", Options{File: ssrFile, Overrides: config.Overrides{Workers: ptr(0)}}, "workers must be between 1 and 256, got 0"},
 		{"plugin not executable", Options{File: ssrFile, Overrides: config.Overrides{PluginDir: ptr(notExec)}},
 			"plugin " + filepath.Join(notExec, "modulo-plugin-redis") + " is not executable (mode -rw-r--r--): chmod +x it, or build it again"},
