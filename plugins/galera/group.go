@@ -115,14 +115,39 @@ func (s *system) recover(ctx context.Context, c *kit.Cluster, r *kit.Replica) (s
 	if err != nil {
 		return "", 0, err
 	}
+	if werr != nil && ctx.Err() == nil {
+		return "", 0, &recoverFailed{node: r.Name, err: werr, out: out}
+	}
 	if werr != nil {
-		return "", 0, fmt.Errorf("%s: mariadbd --wsrep-recover: %w; its output:\n%s", r.Name, werr, out)
+		return "", 0, fmt.Errorf("%s: mariadbd --wsrep-recover: %w", r.Name, werr)
 	}
 	uuid, seqno, err := recoveredPosition(out)
 	if err != nil {
 		return "", 0, fmt.Errorf("%s: mariadbd --wsrep-recover: %w; its output:\n%s", r.Name, err, out)
 	}
 	return uuid, seqno, nil
+}
+
+// recoverFailed is mariadbd --wsrep-recover ending in failure on a node: the server could not
+// recover what a failure left (InnoDB's "Unable to apply log to corrupted page" after a power
+// loss), the system's answer, not the harness's.
+type recoverFailed struct {
+	node, out string
+	err       error
+}
+
+func (e *recoverFailed) Error() string {
+	return fmt.Sprintf("%s: mariadbd --wsrep-recover: %v; its output:\n%s", e.node, e.err, e.out)
+}
+
+// lastErrors is the last n lines of out that report an error, else its last n lines.
+func lastErrors(out string, n int) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	errs := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.Contains(l, "[ERROR]") })
+	if len(errs) == 0 {
+		errs = lines
+	}
+	return strings.Join(errs[max(0, len(errs)-n):], " | ")
 }
 
 func readFrom(path string, from int64) (string, error) {
@@ -206,7 +231,17 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 		_, up := committed[r]
 		if known && !up && states[i].seqno < 0 {
 			var err error
-			if states[i].uuid, states[i].seqno, err = s.recover(ctx, c, r); err != nil {
+			var failed *recoverFailed
+			states[i].uuid, states[i].seqno, err = s.recover(ctx, c, r)
+			switch {
+			case errors.As(err, &failed):
+				// Debian's mariadb.service does not start a node whose galera_recovery fails;
+				// its start below fails as well, which the kit judges the system's.
+				states[i].seqno = -2
+				c.Record(r, "mariadbd --wsrep-recover failed (%v), so it is not bootstrapped: %s", failed.err, lastErrors(failed.out, 3))
+				seen = append(seen, r.Name+" unrecovered")
+				continue
+			case err != nil:
 				return nil, err
 			}
 			why := "grastate.dat says -1"
@@ -223,6 +258,9 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 	r := byIndex[first]
 	_, up := committed[r]
 	why := fmt.Sprintf("no node is in a primary component, and it is the most advanced (seqno %s)", strings.Join(seen, ", "))
+	if states[first].seqno == -2 {
+		why = fmt.Sprintf("no node is in a primary component, and no node's position could be recovered (%s)", strings.Join(seen, ", "))
+	}
 	switch {
 	case !known:
 		c.Record(r, "bootstraps the new cluster")
