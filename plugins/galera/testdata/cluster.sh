@@ -12,6 +12,15 @@ echo "files in $dir"
 declare -A pid
 cleanup() {
   for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  # A server started under another program (strace) is that program's child: its pid file
+  # names it, if that process still runs in the node's data directory (a killed server's
+  # file may name a pid since reused).
+  local f p
+  for f in "$dir"/n*/mysqld.pid; do
+    [ -f "$f" ] || continue
+    p=$(cat "$f")
+    [[ "$(readlink "/proc/$p/cwd" 2>/dev/null)" == "$(dirname "$f")/data"* ]] && kill -9 "$p" 2>/dev/null || true
+  done
   wait 2>/dev/null || true
 }
 trap cleanup EXIT
