@@ -1165,13 +1165,8 @@ func TestGroupStart(t *testing.T) {
 		{"undecided", "bootstrap = true\nignore_group = true", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sys := &memSystem{}
-			p := kit.New(memAbout("qce"), sys)
-			spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
-				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 2 * time.Second}
+			p, sys, err := startQCE(t, tt.config)
 			ctx := context.Background()
-			err := p.Start(ctx, spec)
-			t.Cleanup(func() { p.Teardown(context.Background()) })
 			var nr *cem.NotReachedError
 			switch {
 			case !tt.started && !errors.As(err, &nr):
@@ -1198,6 +1193,20 @@ func TestGroupStart(t *testing.T) {
 	}
 }
 
+// startQCE starts an in-memory Q/C/E cluster of three replicas, ops=1, with the memsys
+// configuration config and steps of at most 2 s; Start's error is returned, the cluster torn
+// down at t's end either way.
+func startQCE(t *testing.T, config string) (cem.CEM, *memSystem, error) {
+	t.Helper()
+	sys := &memSystem{}
+	p := kit.New(memAbout("qce"), sys)
+	spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+		ScheduleID: "0123456789abcdef", Config: []byte(config), StepTimeout: 2 * time.Second}
+	err := p.Start(context.Background(), spec)
+	t.Cleanup(func() { p.Teardown(context.Background()) })
+	return p, sys, err
+}
+
 // TestStuck: a restarted server that says it cannot go on without an operator (stuck_join, as a
 // Galera joiner's "node restart required") and never joins ends the convergence, at its
 // deadline, with an alarm of class liveness that names the line; later steps are refused. A
@@ -1211,15 +1220,11 @@ func TestStuck(t *testing.T) {
 		{"says nothing", "bootstrap = true\nstuck_join = true\nstuck_quiet = true", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			sys := &memSystem{}
-			p := kit.New(memAbout("qce"), sys)
-			spec := cem.ClusterSpec{DRM: "qce", Ops: 1, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
-				ScheduleID: "0123456789abcdef", Config: []byte(tt.config), StepTimeout: 2 * time.Second}
-			ctx := context.Background()
-			if err := p.Start(ctx, spec); err != nil {
+			p, _, err := startQCE(t, tt.config)
+			if err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { p.Teardown(context.Background()) })
+			ctx := context.Background()
 			if _, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,0,1]"}); err != nil {
 				t.Fatal(err)
 			}

@@ -1,13 +1,6 @@
 package main
 
 import (
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem/plugintest"
@@ -31,23 +24,7 @@ func TestByHand(t *testing.T) {
 	} {
 		t.Run(tt.script, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.CommandContext(t.Context(), "bash", filepath.Join("testdata", tt.script))
-			// ClusterDir's directory is one the servers' user (mysql) can enter.
-			cmd.Env = append(os.Environ(), "BASE_PORT="+strconv.Itoa(plugintest.FreePorts(t, 12)), "TMPDIR="+plugintest.ClusterDir(t))
-			// The script's servers run in its process group: a test that ends first takes them all.
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			out, err := cmd.CombinedOutput()
-			t.Logf("bash %s\n%s", tt.script, out)
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Errorf("the script ended with %v, want exit status 1 (the failure shown)", err)
-			}
-			for _, want := range tt.want {
-				if !strings.Contains(string(out), want) {
-					t.Errorf("no %q in the script's output", want)
-				}
-			}
+			plugintest.RunScript(t, tt.script, 12, tt.want...)
 		})
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/plugins/internal/mariadbdir"
 )
 
 var about = kit.About{
@@ -162,30 +163,13 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		}
 		s.owner = u
 	}
-	init := filepath.Join(c.Spec.Dir, "init.sql")
-	// root may connect from anywhere with every privilege and no password: the plugin reaches
-	// each server at its address in the cluster's network, where only they are (or at
-	// 127.0.0.1 on loopback). The bootstrap runs without grant tables, so the account is a row
-	// of mysql.global_priv, as mariadb-install-db writes its own.
-	sql := "CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;\n" +
-		"INSERT INTO mysql.global_priv (Host, User, Priv) VALUES ('%', 'root', " +
-		"json_object('access', CAST(-1 AS UNSIGNED), 'plugin', 'mysql_native_password', 'authentication_string', ''));\n"
-	if err := os.WriteFile(init, []byte(sql), 0o644); err != nil {
-		return err
-	}
-	tmp := filepath.Join(c.Spec.Dir, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return err
-	}
-	args := append([]string{"--no-defaults", "--datadir=" + template(c), "--tmpdir=" + tmp, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--extra-file=" + init}, innoDB...)
+	args := innoDB
+	var own func(string) error
 	if s.owner != nil {
-		if err := s.own(tmp, false); err != nil {
-			return err
-		}
-		args = append(args, "--user="+s.owner.Username)
+		args = append(slices.Clone(innoDB), "--user="+s.owner.Username)
+		own = func(dir string) error { return s.own(dir, false) }
 	}
-	if _, err := kit.Output(ctx, filepath.Join(s.cfg.Bin, "mariadb-install-db"), args...); err != nil {
+	if err := mariadbdir.Install(ctx, filepath.Join(s.cfg.Bin, "mariadb-install-db"), c.Spec.Dir, template(c), own, args...); err != nil {
 		return err
 	}
 	for _, r := range c.Replicas {

@@ -26,6 +26,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/proc"
+	"github.com/modulo-testing/modulo/plugins/internal/mariadbdir"
 )
 
 var about = kit.About{
@@ -87,24 +88,7 @@ func asRoot() []string {
 // Prepare makes one data directory with the table every write goes to (mariadb-install-db),
 // and copies it to every replica.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
-	init := filepath.Join(c.Spec.Dir, "init.sql")
-	// root may connect from anywhere, with every privilege and no password: the plugin and
-	// every replica reach a server at its own address in the cluster's network, where only they
-	// are (or at 127.0.0.1 on loopback). The bootstrap runs without grant tables, so the account
-	// is a row of mysql.global_priv, as mariadb-install-db writes its own root accounts.
-	sql := "CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL) ENGINE=InnoDB;\n" +
-		"INSERT INTO mysql.global_priv (Host, User, Priv) VALUES ('%', 'root', " +
-		"json_object('access', CAST(-1 AS UNSIGNED), 'plugin', 'mysql_native_password', 'authentication_string', ''));\n"
-	if err := os.WriteFile(init, []byte(sql), 0o644); err != nil {
-		return err
-	}
-	tmp := filepath.Join(c.Spec.Dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		return err
-	}
-	args := append([]string{"--no-defaults", "--datadir=" + templateDir(c), "--tmpdir=" + tmp, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--extra-file=" + init}, append(asRoot(), innoDB...)...)
-	if _, err := kit.Output(ctx, s.tool("mariadb-install-db"), args...); err != nil {
+	if err := mariadbdir.Install(ctx, s.tool("mariadb-install-db"), c.Spec.Dir, templateDir(c), nil, append(asRoot(), innoDB...)...); err != nil {
 		return err
 	}
 	for _, r := range c.Replicas {
