@@ -88,12 +88,14 @@ func (p *Plugin) unrecoverable(r *Replica) {
 // errorLines returns the last n of lines that say why a server stopped: those that report a
 // fatal error (an exception's cause, a fatal line, a panic), else those that report an error,
 // else the last n lines. A log of JSON lines names "error" in lines of every level (etcd's
-// "failed to detect default host" at info), so the fatal ones come first.
+// "failed to detect default host" at info), so the fatal ones come first; a line that says it
+// is of a lower level (MariaDB's "[Warning] Aborted connection ... (Got an error reading
+// communication packets)", logged after the server's real error) is none of them.
 func errorLines(lines []string, n int) []string {
 	var found []string
 	for _, re := range []*regexp.Regexp{fatalLine, errorLine} {
 		for _, l := range lines {
-			if re.MatchString(l) {
+			if re.MatchString(l) && !lowerLevel.MatchString(l) {
 				found = append(found, strings.TrimSpace(l))
 			}
 		}
@@ -110,6 +112,8 @@ func errorLines(lines []string, n int) []string {
 var (
 	fatalLine = regexp.MustCompile(`(?i)caused by|fatal|panic`)
 	errorLine = regexp.MustCompile(`(?i)error`)
+	// lowerLevel is a line's own word that it is a warning, a note or information.
+	lowerLevel = regexp.MustCompile(`\[(Warning|Note|Info)\]|"level":"(warn|info|debug)"`)
 )
 
 func (p *Plugin) brokenAlarm(r *Replica, what string) {
