@@ -98,6 +98,11 @@ type Campaign struct {
 	// checks nothing.
 	FailureBudget int64
 	MinFree       int64
+	// Follow, when set, is told each step's observations (0-based step) as the plugin reports
+	// them; where it answers how they depart from a course the caller follows (a replay of a
+	// recorded run), the schedule is abandoned there, torn down without a check, and recorded
+	// incomplete with that answer (results.Record.Departed).
+	Follow func(step int, observations []cem.Observation) string
 	// Trace keeps the actions of every schedule that passes (results.Store.WriteTrace); those
 	// of the others are in their failure folders.
 	Trace bool
@@ -597,6 +602,15 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		rec.StepsMS = append(rec.StepsMS, millis(time.Since(t)))
 		o.work.Steps++
 		o.took(rec, i, text, report.Actions, report.Observations)
+		if c.Follow != nil && err == nil {
+			if d := c.Follow(i, report.Observations); d != "" {
+				rec.Departed = d
+				early = nil // what was judged before is not this course's
+				o.verdict = oracle.Incomplete
+				o.detail = fmt.Sprintf("step %d %s: left the followed course: %s", i+1, text, d)
+				return o
+			}
+		}
 		if errors.As(err, &nr) {
 			o.verdict = oracle.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -595,5 +596,48 @@ func TestRunStopsOnFullDisk(t *testing.T) {
 	sys2.check()
 	if n := len(recordsByID(t, dir)); n != len(all) {
 		t.Errorf("%d records after the disk had room, want %d", n, len(all))
+	}
+}
+
+// TestRunFollow: a schedule whose observations leave the course that Follow follows is
+// abandoned after that step, incomplete, its record saying how it left; the others run to
+// their verdicts, their steps all told to Follow.
+func TestRunFollow(t *testing.T) {
+	h, all := readSchedules(t)
+	sys := newFakeSystem(t, 10)
+	left := all[3].ID
+	sys.behave[left] = behaviour{sync: "PARTIAL"}
+	dir := t.TempDir()
+	c := campaign(t, sys, openStore(t, dir, h), h, all, 1)
+	var mu sync.Mutex
+	told := 0
+	c.Follow = func(step int, obs []cem.Observation) string {
+		mu.Lock()
+		defer mu.Unlock()
+		told++
+		for _, o := range obs {
+			if o.Fields[cem.ObserveSync] == "PARTIAL" {
+				return fmt.Sprintf("step %d: replica %d sync=FULL in the recorded run, sync=PARTIAL in this run", step, o.Replica)
+			}
+		}
+		return ""
+	}
+	sum, err := executor.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := recordsByID(t, dir)
+	r := recs[left]
+	if r.Verdict != oracle.Incomplete || !strings.HasPrefix(r.Departed, "step 0: replica 0 sync=FULL") || !strings.Contains(r.Detail, "left the followed course") {
+		t.Errorf("the schedule that left the course: %s %q, departed %q; want incomplete, departed after its first step", r.Verdict, r.Detail, r.Departed)
+	}
+	if len(r.StepsMS) != 1 {
+		t.Errorf("the schedule that left the course ran %d steps, want 1", len(r.StepsMS))
+	}
+	if sum.Pass != len(all)-1 || sum.Incomplete != 1 {
+		t.Errorf("summary %+v, want the others passed", sum)
+	}
+	if told < 2*(len(all)-1) {
+		t.Errorf("Follow was told %d steps, want every step of the %d that followed", told, len(all)-1)
 	}
 }

@@ -43,6 +43,8 @@ type behaviour struct {
 	alarmAt int
 	// restoreErr: Restore fails with this
 	restoreErr string
+	// sync, when set, is what every step reports of replica 0's sync, as an observation
+	sync string
 }
 
 // fakeSystem launches fake plugins and checks what they are asked to do.
@@ -265,6 +267,9 @@ func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, 
 		return cem.StepReport{}, errors.New("no cluster")
 	}
 	report := cem.StepReport{Actions: []cem.Action{{Time: time.Now(), Replica: -1, What: "realise " + step.Transition}}}
+	if p.b.sync != "" {
+		report.Observations = []cem.Observation{{Replica: 0, Fields: map[string]string{cem.ObserveSync: p.b.sync}}}
+	}
 	switch n {
 	case p.b.notReached:
 		return report, &cem.NotReachedError{Step: step.Index, Awaited: "replica 2 in sync with replica 0"}

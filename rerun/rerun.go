@@ -48,6 +48,11 @@ type Options struct {
 	Until oracle.Verdict
 	// Dir is a directory that does not exist yet: run k's results go to Dir/<k>, k from 1.
 	Dir string
+	// Course, when set, is the recorded run's observations: a run whose observations after a
+	// step differ from them is abandoned there (executor.Campaign.Follow), and runs go on
+	// until Repeat runs followed the course to their verdicts or Tries runs were made.
+	Course []results.StepObservations
+	Tries  int
 }
 
 // Result is what the runs found.
@@ -56,6 +61,43 @@ type Result struct {
 	Records []results.Record
 	// Interrupted tells that ctx ended before every run was made.
 	Interrupted bool
+}
+
+// Followed counts the runs that were not abandoned for leaving the recorded course: every run
+// where no course was followed.
+func (r Result) Followed() int {
+	n := 0
+	for _, rec := range r.Records {
+		if rec.Departed == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// CountFollowed counts the runs that followed the course to verdict v.
+func (r Result) CountFollowed(v oracle.Verdict) int {
+	n := 0
+	for _, rec := range r.Records {
+		if rec.Departed == "" && rec.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// course returns executor.Campaign.Follow for the recorded observations obs: after step i,
+// the first of them that the run's differ from, or "" when the run is still on course (or the
+// recorded run observed nothing after that step).
+func course(obs []results.StepObservations) func(int, []cem.Observation) string {
+	return func(i int, got []cem.Observation) string {
+		for _, so := range obs {
+			if so.Step == i {
+				return results.FirstDifference([]results.StepObservations{so}, []results.StepObservations{{Step: i, Replicas: got}}, "the recorded run", "this run")
+			}
+		}
+		return ""
+	}
 }
 
 // Count counts the runs whose verdict is v.
@@ -114,13 +156,21 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 		}
 		return &shown{Plugin: p, w: out, namespaces: setup.Info.Capabilities.InNamespaces()}, nil
 	}
-	for k := 1; k <= opts.Repeat; k++ {
+	tries, follow := opts.Repeat, (func(int, []cem.Observation) string)(nil)
+	if opts.Course != nil {
+		tries, follow = max(opts.Tries, opts.Repeat), course(opts.Course)
+	}
+	for k := 1; k <= tries && res.Followed() < opts.Repeat; k++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break
 		}
-		fmt.Fprintf(out, "run %d of %d\n", k, opts.Repeat)
-		rec, ok, err := runOnce(ctx, setup, launch, h, s, filepath.Join(opts.Dir, strconv.Itoa(k)))
+		if follow != nil {
+			fmt.Fprintf(out, "run %d (at most %d, until %d follow the recorded course)\n", k, tries, opts.Repeat)
+		} else {
+			fmt.Fprintf(out, "run %d of %d\n", k, opts.Repeat)
+		}
+		rec, ok, err := runOnce(ctx, setup, launch, h, s, filepath.Join(opts.Dir, strconv.Itoa(k)), follow)
 		if err != nil {
 			return res, err
 		}
@@ -144,7 +194,8 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 
 // runOnce runs s once with its results in dir, and returns its record; ok is false when the
 // run was interrupted before a verdict.
-func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h schedules.Header, s schedules.Schedule, dir string) (rec results.Record, ok bool, err error) {
+func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h schedules.Header, s schedules.Schedule, dir string,
+	follow func(int, []cem.Observation) string) (rec results.Record, ok bool, err error) {
 	store, err := results.Open(dir, results.Campaign{
 		DRM: h.DRM.Name, Ops: h.Params.Ops, Replicas: h.Params.Replicas,
 		ScheduleFile: "replay of " + s.ID,
@@ -168,6 +219,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
 		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold, Trace: setup.Trace,
+		Follow: follow,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -36,5 +38,33 @@ func TestRunRefuses(t *testing.T) {
 				t.Fatalf("error = %v, want one naming %s and containing %q", err, all[0].ID, tt.want)
 			}
 		})
+	}
+}
+
+// TestCourse: a run is on the recorded course after a step while its observations equal the
+// recorded ones for that step; a step the recorded run observed nothing after keeps it on.
+func TestCourse(t *testing.T) {
+	recorded := []results.StepObservations{{Step: 1, Replicas: []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST"}}}}}
+	follow := course(recorded)
+	tests := []struct {
+		name string
+		step int
+		got  []cem.Observation
+		left bool
+	}{
+		{"the same", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST"}}}, false},
+		{"another sync", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST,IST"}}}, true},
+		{"a replica more", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST"}}, {Replica: 1, Fields: map[string]string{"sync": "IST"}}}, true},
+		{"a step not observed then", 0, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "FULL"}}}, false},
+	}
+	for _, tt := range tests {
+		d := follow(tt.step, tt.got)
+		if (d != "") != tt.left {
+			t.Errorf("%s: %q, want left the course %v", tt.name, d, tt.left)
+		}
+	}
+	r := Result{Records: []results.Record{{Verdict: "fail"}, {Verdict: "incomplete", Departed: "step 1: ..."}, {Verdict: "pass"}}}
+	if r.Followed() != 2 || r.CountFollowed("fail") != 1 || r.CountFollowed("incomplete") != 0 {
+		t.Errorf("followed %d, fail %d, incomplete %d; want 2, 1, 0", r.Followed(), r.CountFollowed("fail"), r.CountFollowed("incomplete"))
 	}
 }

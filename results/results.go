@@ -111,7 +111,10 @@ type Record struct {
 	// Observations are what the plugin observed after each step, for explaining verdicts.
 	Observations []StepObservations `json:"observations,omitempty"`
 	// Restored, when the schedule did not start afresh, says which saved prefix it restored.
-	Restored      *Restored `json:"restored,omitempty"`
+	Restored *Restored `json:"restored,omitempty"`
+	// Departed, for a run that followed a recorded course (replay --follow), says how its
+	// observations left that course, after which it was abandoned.
+	Departed      string    `json:"departed,omitempty"`
 	Plugin        string    `json:"plugin"`
 	PluginVersion string    `json:"plugin_version"`
 	ServerVersion string    `json:"server_version"`

@@ -35,6 +35,10 @@ type Options struct {
 	Keep bool
 	// Trace keeps the actions of every run, those that pass included, in the run's directory.
 	Trace bool
+	// Follow abandons a run whose observations leave the recorded run's, and makes runs until
+	// Repeat of them followed the recorded course to a verdict, or Tries were made.
+	Follow bool
+	Tries  int
 	cmdutil.Settings
 }
 
@@ -56,6 +60,14 @@ result is appended to DIR/reproductions.jsonl; 'modulo results' labels a failure
 reproduced 0 times flaky rather than a bug. Every run keeps its own results (actions, each
 replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
 
+--follow keeps only the runs that take the recorded course: a run whose observations after a
+step (each replica's role, position, how it resynced...) differ from the recorded run's is
+abandoned there, and runs are made until --repeat of them followed the course to a verdict, or
+--tries runs were made (default: 4 times --repeat). It reports how often the failure reproduces
+when the cluster does what it did: "failed in 4 of the 5 runs that followed the recorded
+course; 5 of 20 followed it". A failure whose course is a race (a state transfer or not, a
+torn write or not) reads flaky without it.
+
 --keep leaves the cluster running after the run's verdict, printing each server's pid and log
 and where it listens, so that the failure can be looked at live: on loopback its ports
 (redis-cli -p PORT, zkCli.sh...), in network namespaces (the default as root) the nsenter
@@ -70,6 +82,7 @@ The exit status is 1 when a run failed, 3 when none failed but some were incompl
 or not made, 0 when every run passed, 2 on bad input.`,
 		Example: `  modulo replay modulo-results/slr 0b98d909dcdb6ee8
   modulo replay modulo-results/slr 0b98d909dcdb6ee8 --repeat 10
+  modulo replay modulo-results/qpg 893c16be01c54504 --repeat 5 --follow
   modulo replay modulo-results/slr 0b98d909dcdb6ee8 --keep`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,6 +98,8 @@ or not made, 0 when every run passed, 2 on bad input.`,
 	}
 	cmd.Flags().IntVar(&opts.Repeat, "repeat", 1, "run it `K` times and report how often the verdict reproduces")
 	cmd.Flags().BoolVar(&opts.Trace, "trace", false, "keep the actions of every run, those that pass too, in the run's directory (traces/<ID>.txt)")
+	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "abandon a run that leaves the recorded run's course, and run until --repeat runs followed it (or --tries were made)")
+	cmd.Flags().IntVar(&opts.Tries, "tries", 0, "with --follow, make at most `N` runs (default: 4 times --repeat)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down")
 	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
@@ -163,6 +178,26 @@ func Run(opts *Options) error {
 	if opts.Keep && opts.Repeat != 1 {
 		return cmdutil.Usagef("--keep keeps the cluster of one run: drop --repeat")
 	}
+	if opts.Tries != 0 && !opts.Follow {
+		return cmdutil.Usagef("--tries bounds the runs of --follow: add --follow, or drop --tries")
+	}
+	if opts.Follow && opts.Keep {
+		return cmdutil.Usagef("--keep keeps the cluster of one run: drop --follow")
+	}
+	var course []results.StepObservations
+	if opts.Follow {
+		if opts.Tries == 0 {
+			opts.Tries = 4 * opts.Repeat
+		}
+		if opts.Tries < opts.Repeat {
+			return cmdutil.Usagef("--tries %d is fewer than the %d runs --repeat asks to follow the course", opts.Tries, opts.Repeat)
+		}
+		recorded, ok := t.Recorded()
+		if !ok || len(recorded.Observations) == 0 {
+			return cmdutil.Usagef("--follow follows the observations of the recorded run, and schedule %s's record has none (its plugin observes nothing)", opts.ID)
+		}
+		course = recorded.Observations
+	}
 	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
@@ -176,9 +211,18 @@ func Run(opts *Options) error {
 	if opts.Keep {
 		setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
 	}
-	res, err := rerun.Run(ctx, setup, t.Header, t.Schedule, rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel)})
+	ropts := rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel)}
+	if opts.Follow {
+		ropts.Course, ropts.Tries = course, opts.Tries
+	}
+	res, err := rerun.Run(ctx, setup, t.Header, t.Schedule, ropts)
 	if err != nil {
 		return err
+	}
+	made := len(res.Records)
+	if opts.Follow {
+		// What reproduces is judged on the runs that took the recorded course alone.
+		res.Records = slices.DeleteFunc(res.Records, func(r results.Record) bool { return r.Departed != "" })
 	}
 	if len(res.Records) > 0 {
 		rep := t.Reproduction(res, "replay", rel, start)
@@ -186,14 +230,20 @@ func Run(opts *Options) error {
 			return err
 		}
 		line := fmt.Sprintf("reproduced %s in %d of %d runs (%s)", t.Want, rep.Reproduced, rep.Repeat, res.Tally())
+		if opts.Follow {
+			line = fmt.Sprintf("reproduced %s in %d of the %d runs that followed the recorded course (%s); %d of %d followed it",
+				t.Want, rep.Reproduced, rep.Repeat, res.Tally(), len(res.Records), made)
+		}
 		if rep.Flaky() {
 			line += ": flaky, not a bug until it fails again"
 		}
 		fmt.Fprintln(opts.Out, line)
 		explainDifferences(opts.Out, t, res.Records)
+	} else if opts.Follow && made > 0 {
+		fmt.Fprintf(opts.Out, "none of the %d runs followed the recorded course: each left it (see each run's verdict above); nothing is recorded of how often it reproduces\n", made)
 	}
 	if res.Interrupted {
-		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", len(res.Records), opts.Repeat)
+		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", made, opts.Repeat)
 	}
 	return cmdutil.Outcome{Tally: res.Tally(), Noun: "run", Missing: opts.Repeat - len(res.Records), NotRun: "not made"}.Err()
 }

@@ -80,6 +80,11 @@ func TestRunBadInput(t *testing.T) {
 		code int
 	}{
 		{"repeat 0", Options{Dir: campaign, ID: "0b98d909dcdb6ee8"}, "--repeat must be at least 1, got 0", cmdutil.ExitUsage},
+		{"tries without follow", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Tries: 4}, "--tries bounds the runs of --follow: add --follow, or drop --tries", cmdutil.ExitUsage},
+		{"follow and keep", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true, Keep: true}, "--keep keeps the cluster of one run: drop --follow", cmdutil.ExitUsage},
+		{"fewer tries than runs", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 3, Follow: true, Tries: 2}, "--tries 2 is fewer than the 3 runs --repeat asks to follow the course", cmdutil.ExitUsage},
+		{"nothing observed to follow", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true},
+			"--follow follows the observations of the recorded run, and schedule 0b98d909dcdb6ee8's record has none (its plugin observes nothing)", cmdutil.ExitUsage},
 		{"not a campaign", Options{Dir: empty, ID: "0b98d909dcdb6ee8", Repeat: 1}, empty + ": not a campaign's results directory: no campaign.json", cmdutil.ExitUsage},
 		{"unknown ID", Options{Dir: campaign, ID: "ffffffffffffffff", Repeat: 1},
 			campaign + ": no schedule ffffffffffffffff was recorded ('modulo results " + campaign + "' lists those that did not pass)", cmdutil.ExitUsage},
