@@ -28,9 +28,11 @@ const (
 	// plugin names as broken replication (PostgreSQL's "record with incorrect prev-link").
 	// The replica stays behind for good: a convergence failure, not an incomplete schedule.
 	BrokenReplication Class = "broken-replication"
-	// Unrecoverable: a replica's server, restarted after a failure, exited before its cluster
-	// caught up, and the step's waits ended there: the system cannot recover the replica
-	// from what the failure left on its disk.
+	// Unrecoverable: a replica's server exited on its own: restarted after a failure, before
+	// its cluster caught up (the system cannot recover the replica from what the failure left
+	// on its disk), or anywhere else in the schedule (a PANIC, an abort, an exit status). The
+	// step's waits ended there. A server killed by another process (the kernel's out-of-memory
+	// killer) is the machine's: an error.
 	Unrecoverable Class = "unrecoverable"
 	// Liveness: the cluster never reached the state a step needed, and a replica's server,
 	// up, said during the step that it cannot go on without an operator (Galera's "node
@@ -67,7 +69,7 @@ func Alarms(alarms []cem.Alarm) (Class, string) {
 	}
 	switch class {
 	case Unrecoverable:
-		return class, "a restarted server exited: " + strings.Join(parts, "; ")
+		return class, "a server exited: " + strings.Join(parts, "; ")
 	case BrokenReplication:
 		return class, "the system says replication is broken: " + strings.Join(parts, "; ")
 	case Liveness:

@@ -21,7 +21,7 @@ func TestAlarms(t *testing.T) {
 		{"broken wins", []cem.Alarm{{Replica: 0, What: "digest"}, {Replica: 1, What: "prev-link", Broken: true}}, BrokenReplication,
 			"the system says replication is broken: replica 0: digest; replica 1: prev-link"},
 		{"unrecoverable wins", []cem.Alarm{{Replica: 1, What: "prev-link", Broken: true}, {Replica: 2, What: "zookeeper-2 exited", Unrecoverable: true}}, Unrecoverable,
-			"a restarted server exited: replica 1: prev-link; replica 2: zookeeper-2 exited"},
+			"a server exited: replica 1: prev-link; replica 2: zookeeper-2 exited"},
 		{"stuck", []cem.Alarm{{Replica: 2, What: "galera-0 logged \"node restart required\"", Stuck: true}}, Liveness,
 			`the system says it cannot go on: replica 2: galera-0 logged "node restart required"`},
 		{"stuck wins over a self-check", []cem.Alarm{{Replica: 0, What: "digest"}, {Replica: 2, What: "restart required", Stuck: true}}, Liveness,

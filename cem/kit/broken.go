@@ -85,6 +85,21 @@ func (p *Plugin) unrecoverable(r *Replica) {
 	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Unrecoverable: true})
 }
 
+// exitedAlarm is the alarm of a server that, during a step, exited of its own accord (an exit
+// status, an abort, a crash) though the kit did not stop it: the system's failure, with its
+// last error lines, where it would otherwise end the schedule as a harness error. None for
+// any other error, or for a server that another process killed (exitedErr.ownAccord).
+func (p *Plugin) exitedAlarm(err error) (cem.Alarm, bool) {
+	var ee *exitedErr
+	if !errors.As(err, &ee) || !ee.ownAccord() {
+		return cem.Alarm{}, false
+	}
+	what := fmt.Sprintf("%s exited on its own (%v) during step %d; its log says: %s", ee.r.Name, ee.status, p.step+1,
+		strings.Join(errorLines(lastLogLines(ee.r.proc.LogPath, logLines), 3), " | "))
+	p.act(ee.r, "exited: %s", what)
+	return cem.Alarm{Replica: p.abstractOf(ee.r.Index), What: what, Unrecoverable: true}, true
+}
+
 // errorLines returns the last n of lines that say why a server stopped: those that report a
 // fatal error (an exception's cause, a fatal line, a panic), else those that report an error,
 // else the last n lines. A log of JSON lines names "error" in lines of every level (etcd's

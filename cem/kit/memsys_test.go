@@ -19,6 +19,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
+	"github.com/modulo-testing/modulo/cem/proc"
 	"github.com/modulo-testing/modulo/drms"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
@@ -1246,6 +1247,55 @@ func TestStuck(t *testing.T) {
 			}
 			if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "ended with the system stuck") {
 				t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
+			}
+		})
+	}
+}
+
+// TestExitedOnItsOwn: a server that ends itself during a schedule (here a SIGABRT, as an
+// abort) ends the step with an alarm of class unrecoverable that names it, and later steps
+// are refused; one that another process SIGKILLs (the kernel's out-of-memory killer) is the
+// machine's, an error.
+func TestExitedOnItsOwn(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		sig   syscall.Signal
+		alarm bool
+	}{
+		{"aborts", syscall.SIGABRT, true},
+		{"killed by another", syscall.SIGKILL, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, sys, err := startQCE(t, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := proc.PidFiles(sys.c.Spec.Dir)
+			if err != nil || len(files) != 3 {
+				t.Fatalf("pid files %v: %v", files, err)
+			}
+			for _, f := range files {
+				if err := syscall.Kill(-f.Pid, tt.sig); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rep, err := p.Apply(context.Background(), cem.Step{Index: 0, Transition: "D[0,0,1]"})
+			if !tt.alarm {
+				if err == nil || !strings.Contains(err.Error(), "exited unexpectedly") {
+					t.Errorf("D[0,0,1]: %v, alarms %v; want the step's error", err, rep.Alarms)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("D[0,0,1]: %v, want the step ended by an alarm", err)
+			}
+			class, line := oracle.Alarms(rep.Alarms)
+			// The placeholder server, a Go program, turns SIGABRT into exit status 2.
+			if class != oracle.Unrecoverable || !strings.Contains(line, "exited on its own (exit status 2) during step 1") {
+				t.Errorf("alarms %v: class %s, %q; want unrecoverable, a server that exited on its own", rep.Alarms, class, line)
+			}
+			if _, err := p.Apply(context.Background(), cem.Step{Index: 1, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "exited on its own") {
+				t.Errorf("the step after: %v, want it refused", err)
 			}
 		})
 	}

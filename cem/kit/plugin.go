@@ -666,6 +666,11 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		p.state = next
 		p.failed = fmt.Errorf("step %d (%s) ended with the system stuck: %w", step.Index+1, step.Transition, err)
 		err = nil
+	} else if alarm, ok := p.exitedAlarm(err); ok {
+		p.alarms = append(p.alarms, alarm)
+		p.state = next
+		p.failed = fmt.Errorf("step %d (%s) ended with a server that exited on its own: %w", step.Index+1, step.Transition, err)
+		err = nil
 	}
 	p.recordDiskUse()
 	report := cem.StepReport{Writes: p.writes, Alarms: p.alarms}

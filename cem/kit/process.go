@@ -334,7 +334,29 @@ func (p *Plugin) exitedError(r *Replica) error {
 	}
 	// The process has exited (running says so), so Wait returns its status at once.
 	status := r.proc.Wait(context.Background())
-	return fmt.Errorf("%s (pid %d) exited unexpectedly (%v); the last lines of its log %s:\n%s", r.Name, r.proc.Pid, status, r.proc.LogPath, indent(lastLogLines(r.proc.LogPath, logLines)))
+	return &exitedErr{r: r, status: status,
+		msg: fmt.Sprintf("%s (pid %d) exited unexpectedly (%v); the last lines of its log %s:\n%s", r.Name, r.proc.Pid, status, r.proc.LogPath, indent(lastLogLines(r.proc.LogPath, logLines)))}
+}
+
+// exitedErr says that a server the kit did not stop has exited.
+type exitedErr struct {
+	r      *Replica
+	status error // what its wait returned
+	msg    string
+}
+
+func (e *exitedErr) Error() string { return e.msg }
+
+// ownAccord tells whether the server ended itself (an exit status, an abort, a crash on a
+// signal of its own): the system's failure. A SIGKILL that the kit did not send is another
+// process's, most likely the kernel's out-of-memory killer: the machine's.
+func (e *exitedErr) ownAccord() bool {
+	var ee *exec.ExitError
+	if !errors.As(e.status, &ee) {
+		return e.status == nil // exit status 0: it stopped itself
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL
 }
 
 // logLines is how many of a log's last lines an error quotes.

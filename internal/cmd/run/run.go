@@ -101,9 +101,9 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                 broken-replication  the system says a replica can never resync: its
                             server logs a broken link again and again (PostgreSQL's
                             "record with incorrect prev-link")
-                unrecoverable  a server restarted after a failure exited before its
-                            cluster caught up (ZooKeeper refusing its log after a
-                            power loss)
+                unrecoverable  a server exited on its own: at its restart after a
+                            failure (ZooKeeper refusing its log after a power
+                            loss), or anywhere else (a PANIC, an abort)
                 liveness    the cluster never reached a step's state, and a server
                             said it cannot go on without an operator (Galera's
                             "node restart required")
