@@ -225,7 +225,6 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 		}
 		states[i], has[i], known = g, ok, known || ok
 	}
-	first := 0
 	var seen []string
 	for i, r := range byIndex {
 		_, up := committed[r]
@@ -251,10 +250,12 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 			c.Record(r, "mariadbd --wsrep-recover: seqno %d (%s)", states[i].seqno, why)
 		}
 		seen = append(seen, fmt.Sprintf("%s %d", r.Name, states[i].seqno))
-		if states[i].seqno > states[first].seqno {
-			first = i
-		}
 	}
+	running := make([]bool, len(byIndex))
+	for i, r := range byIndex {
+		_, running[i] = committed[r]
+	}
+	first := pickBootstrap(states, running)
 	r := byIndex[first]
 	_, up := committed[r]
 	why := fmt.Sprintf("no node is in a primary component, and it is the most advanced (seqno %s)", strings.Join(seen, ", "))
@@ -280,6 +281,26 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 		s.bootstrap = r
 	}
 	return r, nil
+}
+
+// pickBootstrap is the node to bootstrap among states (by index): the most advanced, and
+// among equals a running one, the lowest index first. A running node is bootstrapped by
+// pc.bootstrap, Galera's automatic bootstrap, which its documentation recommends and prescribes
+// where other nodes crashed ("Crash Recovery"); --wsrep-new-cluster on a stopped node is the
+// manual one, for every node down: beside a running node of the old primary component, the
+// running node's stale primary wins the re-merge that follows a failed merge, and the new
+// cluster aborts ("Reversing history ... Must abort"), as a crash+partition campaign showed.
+func pickBootstrap(states []grastate, running []bool) int {
+	first := 0
+	for i := range states {
+		switch {
+		case states[i].seqno > states[first].seqno:
+			first = i
+		case states[i].seqno == states[first].seqno && running[i] && !running[first]:
+			first = i
+		}
+	}
+	return first
 }
 
 func boolInt(b bool) int {

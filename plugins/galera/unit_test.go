@@ -166,3 +166,31 @@ func TestLastErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPickBootstrap: the most advanced node bootstraps; among equals a running one (Galera's
+// automatic bootstrap) before a stopped one, the lowest index first.
+func TestPickBootstrap(t *testing.T) {
+	at := func(seqnos ...int64) []grastate {
+		var gs []grastate
+		for _, n := range seqnos {
+			gs = append(gs, grastate{seqno: n})
+		}
+		return gs
+	}
+	for _, tt := range []struct {
+		name    string
+		states  []grastate
+		running []bool
+		want    int
+	}{
+		{"the most advanced", at(3, 5, 4), []bool{false, false, false}, 1},
+		{"the lowest index among stopped equals", at(5, 5, 5), []bool{false, false, false}, 0},
+		{"a running node among equals (59a989cbb6eb6d27)", at(3, 3, 3), []bool{false, true, true}, 1},
+		{"a stopped node strictly ahead", at(6, 5, 5), []bool{false, true, true}, 0},
+		{"an unrecovered node last", at(-2, 3, 3), []bool{false, false, true}, 2},
+	} {
+		if got := pickBootstrap(tt.states, tt.running); got != tt.want {
+			t.Errorf("%s: node %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
