@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -22,15 +23,7 @@ const brokenRepeats = 3
 // "KIND: logged TEXT N times, the last: LINE". Each call reads only what the server logged
 // since the call before. Without such line kinds it always says "".
 func (p *Plugin) watchBroken(r *Replica) (func() (string, error), error) {
-	sl, ok := p.sys.(SyncLogger)
-	var kinds []LineKind
-	if ok {
-		for _, k := range sl.SyncLines() {
-			if k.Broken {
-				kinds = append(kinds, k)
-			}
-		}
-	}
+	kinds := p.lineKinds(func(k LineKind) bool { return k.Broken })
 	if len(kinds) == 0 {
 		return func() (string, error) { return "", nil }, nil
 	}
@@ -62,6 +55,17 @@ func (p *Plugin) watchBroken(r *Replica) (func() (string, error), error) {
 	}, nil
 }
 
+// lineKinds are the line kinds of the system's SyncLines that keep keeps; none for a system
+// that names no lines.
+func (p *Plugin) lineKinds(keep func(LineKind) bool) []LineKind {
+	sl, ok := p.sys.(SyncLogger)
+	if !ok {
+		return nil
+	}
+	// A copy: DeleteFunc would write over a slice the system may keep.
+	return slices.DeleteFunc(slices.Clone(sl.SyncLines()), func(k LineKind) bool { return !keep(k) })
+}
+
 // logSize is how many bytes r's server has logged so far.
 func logSize(r *Replica) (int64, error) {
 	fi, err := os.Stat(r.LogPath())
@@ -74,13 +78,11 @@ func logSize(r *Replica) (int64, error) {
 	return fi.Size(), nil
 }
 
-// brokenAlarm raises the alarm that replication to r is broken, as its system said (what), for
-// the step's report; no wait is made for r's link again until it changes.
 // unrecoverable raises the alarm of a server that a convergence restarted and that exited
 // before the cluster caught up: the system's failure to recover, not the harness's. The step
 // ends there; the replica stays down, so a later step finds the cluster out of step.
 func (p *Plugin) unrecoverable(r *Replica) {
-	what := fmt.Sprintf("%s exited at its restart; its log says: %s", r.Name, strings.Join(errorLines(lastLogLines(r.proc.LogPath, logLines), 3), " | "))
+	what := fmt.Sprintf("%s exited at its restart; its log says: %s", r.Name, exitEvidence(r))
 	p.act(r, "unrecoverable: %s", what)
 	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Unrecoverable: true})
 }
@@ -94,10 +96,15 @@ func (p *Plugin) exitedAlarm(err error) (cem.Alarm, bool) {
 	if !errors.As(err, &ee) || !ee.ownAccord() {
 		return cem.Alarm{}, false
 	}
-	what := fmt.Sprintf("%s exited on its own (%v) during step %d; its log says: %s", ee.r.Name, ee.status, p.step+1,
-		strings.Join(errorLines(lastLogLines(ee.r.proc.LogPath, logLines), 3), " | "))
+	what := fmt.Sprintf("%s exited on its own (%v) during step %d; its log says: %s", ee.r.Name, ee.status, p.step+1, exitEvidence(ee.r))
 	p.act(ee.r, "exited: %s", what)
 	return cem.Alarm{Replica: p.abstractOf(ee.r.Index), What: what, Unrecoverable: true}, true
+}
+
+// exitEvidence is what an alarm quotes of a server that exited: the last three lines of its
+// log that say why (errorLines).
+func exitEvidence(r *Replica) string {
+	return strings.Join(errorLines(lastLogLines(r.proc.LogPath, logLines), 3), " | ")
 }
 
 // errorLines returns the last n of lines that say why a server stopped: those that report a
@@ -131,6 +138,8 @@ var (
 	lowerLevel = regexp.MustCompile(`\[(Warning|Note|Info)\]|"level":"(warn|info|debug)"`)
 )
 
+// brokenAlarm raises the alarm that replication to r is broken, as its system said (what), for
+// the step's report; no wait is made for r's link again until it changes.
 func (p *Plugin) brokenAlarm(r *Replica, what string) {
 	r.broken = true
 	p.act(r, "replication broken: %s", what)

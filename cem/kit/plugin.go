@@ -654,12 +654,17 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	}
 	p.step, p.actions, p.writes, p.alarms = step.Index, nil, nil, nil
 	p.steps = append(p.steps, step.Transition)
-	logged, err := p.logSizes()
-	if err != nil {
-		return cem.StepReport{}, p.errorf(what, err)
+	// Where the system names lines that say it is stuck, the step's are looked for in what each
+	// server logs from now.
+	stuckKinds := p.lineKinds(func(k LineKind) bool { return k.Stuck })
+	var logged map[int]int64
+	if len(stuckKinds) > 0 {
+		if logged, err = p.logSizes(); err != nil {
+			return cem.StepReport{}, p.errorf(what, err)
+		}
 	}
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
-	if stuck := p.stuckAlarms(err, logged); len(stuck) > 0 {
+	if stuck := p.stuckAlarms(err, stuckKinds, logged); len(stuck) > 0 {
 		// The system said it cannot go on: its failure, judged now; the cluster is not where
 		// the model is, so later steps are refused.
 		p.alarms = append(p.alarms, stuck...)

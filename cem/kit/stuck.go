@@ -22,24 +22,17 @@ func (p *Plugin) logSizes() (map[int]int64, error) {
 }
 
 // stuckAlarms says, for a step whose wait ended at its deadline (err a *cem.NotReachedError),
-// which running servers logged since from a line that their system names as stuck
+// which running servers logged since from a line of kinds, those the system names as stuck
 // (LineKind.Stuck): one alarm each, naming the line and what the wait awaited. None for any
 // other end of a step, or where no such line was logged.
-func (p *Plugin) stuckAlarms(err error, from map[int]int64) []cem.Alarm {
+func (p *Plugin) stuckAlarms(err error, kinds []LineKind, from map[int]int64) []cem.Alarm {
 	var nr *cem.NotReachedError
-	sl, ok := p.sys.(SyncLogger)
-	if !errors.As(err, &nr) || !ok {
+	if len(kinds) == 0 || !errors.As(err, &nr) {
 		return nil
-	}
-	var kinds []LineKind
-	for _, k := range sl.SyncLines() {
-		if k.Stuck {
-			kinds = append(kinds, k)
-		}
 	}
 	var alarms []cem.Alarm
 	for _, r := range p.c.Replicas {
-		if len(kinds) == 0 || !r.running() {
+		if !r.running() {
 			continue
 		}
 		lines, _, lerr := logLinesFrom(r, from[r.Index])
