@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,27 +64,11 @@ type Result struct {
 	Interrupted bool
 }
 
-// Followed counts the runs that were not abandoned for leaving the recorded course: every run
+// OnCourse is the runs that were not abandoned for leaving the recorded course: every run
 // where no course was followed.
-func (r Result) Followed() int {
-	n := 0
-	for _, rec := range r.Records {
-		if rec.Departed == "" {
-			n++
-		}
-	}
-	return n
-}
-
-// CountFollowed counts the runs that followed the course to verdict v.
-func (r Result) CountFollowed(v oracle.Verdict) int {
-	n := 0
-	for _, rec := range r.Records {
-		if rec.Departed == "" && rec.Verdict == v {
-			n++
-		}
-	}
-	return n
+func (r Result) OnCourse() Result {
+	r.Records = slices.DeleteFunc(slices.Clone(r.Records), func(rec results.Record) bool { return rec.Departed != "" })
+	return r
 }
 
 // course returns executor.Campaign.Follow for the recorded observations obs: after step i,
@@ -160,7 +145,7 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 	if opts.Course != nil {
 		tries, follow = max(opts.Tries, opts.Repeat), course(opts.Course)
 	}
-	for k := 1; k <= tries && res.Followed() < opts.Repeat; k++ {
+	for k := 1; k <= tries && len(res.OnCourse().Records) < opts.Repeat; k++ {
 		if ctx.Err() != nil {
 			res.Interrupted = true
 			break

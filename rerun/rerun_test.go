@@ -64,7 +64,8 @@ func TestCourse(t *testing.T) {
 		}
 	}
 	r := Result{Records: []results.Record{{Verdict: "fail"}, {Verdict: "incomplete", Departed: "step 1: ..."}, {Verdict: "pass"}}}
-	if r.Followed() != 2 || r.CountFollowed("fail") != 1 || r.CountFollowed("incomplete") != 0 {
-		t.Errorf("followed %d, fail %d, incomplete %d; want 2, 1, 0", r.Followed(), r.CountFollowed("fail"), r.CountFollowed("incomplete"))
+	on := r.OnCourse()
+	if len(on.Records) != 2 || on.Count("fail") != 1 || on.Count("incomplete") != 0 || len(r.Records) != 3 {
+		t.Errorf("on course %d, fail %d, incomplete %d, all %d; want 2, 1, 0, 3", len(on.Records), on.Count("fail"), on.Count("incomplete"), len(r.Records))
 	}
 }

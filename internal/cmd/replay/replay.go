@@ -222,7 +222,7 @@ func Run(opts *Options) error {
 	made := len(res.Records)
 	if opts.Follow {
 		// What reproduces is judged on the runs that took the recorded course alone.
-		res.Records = slices.DeleteFunc(res.Records, func(r results.Record) bool { return r.Departed != "" })
+		res = res.OnCourse()
 	}
 	if len(res.Records) > 0 {
 		rep := t.Reproduction(res, "replay", rel, start)
