@@ -102,18 +102,19 @@ func (p *Plugin) exitedAlarm(err error) (cem.Alarm, bool) {
 }
 
 // exitEvidence is what an alarm quotes of a server that exited: the last three lines of its
-// log that say why (errorLines).
+// log that say why (ErrorLines).
 func exitEvidence(r *Replica) string {
-	return strings.Join(errorLines(lastLogLines(r.proc.LogPath, logLines), 3), " | ")
+	return strings.Join(ErrorLines(lastLogLines(r.proc.LogPath, logLines), 3), " | ")
 }
 
-// errorLines returns the last n of lines that say why a server stopped: those that report a
+// ErrorLines returns the last n of lines that say why a server stopped (a plugin quotes with it
+// the output of a system's tool that failed): those that report a
 // fatal error (an exception's cause, a fatal line, a panic), else those that report an error,
 // else the last n lines. A log of JSON lines names "error" in lines of every level (etcd's
 // "failed to detect default host" at info), so the fatal ones come first; a line that says it
 // is of a lower level (MariaDB's "[Warning] Aborted connection ... (Got an error reading
 // communication packets)", logged after the server's real error) is none of them.
-func errorLines(lines []string, n int) []string {
+func ErrorLines(lines []string, n int) []string {
 	var found []string
 	for _, re := range []*regexp.Regexp{fatalLine, errorLine} {
 		for _, l := range lines {

@@ -140,16 +140,6 @@ func (e *recoverFailed) Error() string {
 	return fmt.Sprintf("%s: mariadbd --wsrep-recover: %v; its output:\n%s", e.node, e.err, e.out)
 }
 
-// lastErrors is the last n lines of out that report an error, else its last n lines.
-func lastErrors(out string, n int) string {
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	errs := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.Contains(l, "[ERROR]") })
-	if len(errs) == 0 {
-		errs = lines
-	}
-	return strings.Join(errs[max(0, len(errs)-n):], " | ")
-}
-
 func readFrom(path string, from int64) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -237,7 +227,8 @@ func (s *system) bootstrapGroup(ctx context.Context, c *kit.Cluster, group []*ki
 				// Debian's mariadb.service does not start a node whose galera_recovery fails;
 				// its start below fails as well, which the kit judges the system's.
 				states[i].seqno = -2
-				c.Record(r, "mariadbd --wsrep-recover failed (%v), so it is not bootstrapped: %s", failed.err, lastErrors(failed.out, 3))
+				c.Record(r, "mariadbd --wsrep-recover failed (%v), so it is not bootstrapped: %s", failed.err,
+					strings.Join(kit.ErrorLines(strings.Split(strings.TrimSpace(failed.out), "\n"), 3), " | "))
 				seen = append(seen, r.Name+" unrecovered")
 				continue
 			case err != nil:

@@ -145,28 +145,6 @@ func TestLenenc(t *testing.T) {
 	}
 }
 
-// TestLastErrors: what the record says of a failed mariadbd --wsrep-recover: its last error
-// lines, else its last lines.
-func TestLastErrors(t *testing.T) {
-	const innodb = "2026-11-27 22:41:14 0 [Note] InnoDB: Starting crash recovery from checkpoint LSN=64172\n" +
-		"2026-11-27 22:41:14 0 [ERROR] InnoDB: Unable to apply log to corrupted page 3 in file ./modulo/kv.ibd\n" +
-		"2026-11-27 22:41:14 0 [Note] InnoDB: Starting shutdown...\n" +
-		"2026-11-27 22:41:14 0 [ERROR] Unknown/unsupported storage engine: InnoDB\n" +
-		"2026-11-27 22:41:14 0 [ERROR] Aborting\n"
-	for _, tt := range []struct {
-		name, out string
-		n         int
-		want      string
-	}{
-		{"errors", innodb, 2, "2026-11-27 22:41:14 0 [ERROR] Unknown/unsupported storage engine: InnoDB | 2026-11-27 22:41:14 0 [ERROR] Aborting"},
-		{"no error", "a\nb\nc\n", 2, "b | c"},
-	} {
-		if got := lastErrors(tt.out, tt.n); got != tt.want {
-			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
 // TestPickBootstrap: the most advanced node bootstraps; among equals a running one (Galera's
 // automatic bootstrap) before a stopped one, the lowest index first.
 func TestPickBootstrap(t *testing.T) {
