@@ -25,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modulo-testing/modulo/cem/kit"
@@ -190,25 +189,11 @@ var innoDB = []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16
 // reachable checks that u can enter every directory from / down to dir, which a server run as
 // u needs.
 func reachable(dir string, u *user.User) error {
-	gids, _ := u.GroupIds()
-	for d := dir; ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		perm := fi.Mode().Perm()
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		enter := perm&0o001 != 0
-		if st != nil {
-			enter = enter || perm&0o010 != 0 && slices.Contains(gids, strconv.Itoa(int(st.Gid))) || perm&0o100 != 0 && strconv.Itoa(int(st.Uid)) == u.Uid
-		}
-		if !enter {
-			return fmt.Errorf("the servers run as %s, who cannot enter %s (%v): give the cluster a directory that %s can reach, or set [galera] user", u.Username, d, fi.Mode(), u.Username)
-		}
-		if d == "/" || d == "." {
-			return nil
-		}
+	d, mode, err := kit.Unreachable(dir, u)
+	if err != nil || d == "" {
+		return err
 	}
+	return fmt.Errorf("the servers run as %s, who cannot enter %s (%v): give the cluster a directory that %s can reach, or set [galera] user", u.Username, d, mode, u.Username)
 }
 
 // own gives path (and everything under it, with all) to the servers' user: the kit's copies

@@ -203,37 +203,11 @@ func reachable(dir string, u *user.User) error {
 	if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
 		return err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gids := map[uint32]bool{}
-	groups, _ := u.GroupIds()
-	for _, g := range append(groups, u.Gid) {
-		if id, err := strconv.Atoi(g); err == nil {
-			gids[uint32(id)] = true
-		}
+	d, mode, err := kit.Unreachable(filepath.Dir(dir), u)
+	if err != nil || d == "" {
+		return err
 	}
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		st := fi.Sys().(*syscall.Stat_t)
-		perm := fi.Mode().Perm()
-		var enter bool
-		switch {
-		case st.Uid == uint32(uid):
-			enter = perm&0o100 != 0
-		case gids[st.Gid]:
-			enter = perm&0o010 != 0
-		default:
-			enter = perm&0o001 != 0
-		}
-		if !enter {
-			return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): modulo runs clusters in $TMPDIR when others cannot enter the results_dir: give it a TMPDIR or a results_dir that %s can reach, such as /var/tmp, or set [postgres] user", u.Username, d, fi.Mode(), u.Username)
-		}
-		if d == "/" {
-			return nil
-		}
-	}
+	return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): modulo runs clusters in $TMPDIR when others cannot enter the results_dir: give it a TMPDIR or a results_dir that %s can reach, such as /var/tmp, or set [postgres] user", u.Username, d, mode, u.Username)
 }
 
 // own makes dir and gives it to the servers' user.
