@@ -63,10 +63,12 @@ mariadb-install-db --no-defaults --datadir="$dir/n0/data" --tmpdir="$dir/n0/tmp"
 
 q() { mariadb -h127.0.0.1 -P"$(port "$1" 0)" -uroot -NB -e "$2"; }
 status() { q "$1" "SHOW STATUS LIKE 'wsrep_$2'" | cut -f2; }
-# launch starts node $1's server with options $2...; start waits until it is Synced.
+# launch starts node $1's server with options $2..., under the command in wrap if a
+# reproduction sets it (strace); start waits until it is Synced.
+wrap=()
 launch() {
   local i=$1; shift
-  (cd "$dir/n$i/data" && exec mariadbd --defaults-file=../my.cnf "${user[@]}" "$@" >>"$dir/n$i/server.log" 2>&1) &
+  (cd "$dir/n$i/data" && exec "${wrap[@]}" mariadbd --defaults-file=../my.cnf "${user[@]}" "$@" >>"$dir/n$i/server.log" 2>&1) &
   pid[$i]=$!
 }
 start() {

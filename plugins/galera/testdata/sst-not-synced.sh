@@ -27,15 +27,9 @@ q 0 "INSERT INTO modulo.kv VALUES ('k1', 'acknowledged')"
 echo "n0 bootstrapped; k1 committed through n0"
 
 trace=$dir/n1.strace
-(cd "$dir/n1/data" && exec strace -f -qq -y -o "$trace" -e trace=openat,pwrite64,write,fsync,fdatasync,syncfs,sync,sync_file_range \
-  mariadbd --defaults-file=../my.cnf "${user[@]}" >>"$dir/n1/server.log" 2>&1) &
-pid[1]=$!
-tries=0
-until [ "$(status 1 local_state_comment 2>/dev/null)" = Synced ]; do
-  ((tries++ < 1200)) || { echo "reproduction failed: n1 not synced within two minutes" >&2; exit 2; }
-  kill -0 "${pid[1]}" 2>/dev/null || { echo "reproduction failed: n1 exited; see $dir/n1/server.log" >&2; exit 2; }
-  sleep 0.1
-done
+wrap=(strace -f -qq -y -o "$trace" -e trace=openat,pwrite64,write,fsync,fdatasync,syncfs,sync,sync_file_range)
+start 1
+wrap=()
 echo "n1: $(grep -o 'rsync SST completed on joiner' "$dir/n1/server.log" | head -n 1), $(status 1 local_state_comment), holds k1: $(holds 1 k1)"
 sleep 5
 
