@@ -664,17 +664,18 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		}
 	}
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
-	if stuck := p.stuckAlarms(err, stuckKinds, logged); len(stuck) > 0 {
-		// The system said it cannot go on: its failure, judged now; the cluster is not where
-		// the model is, so later steps are refused.
-		p.alarms = append(p.alarms, stuck...)
+	ended, how := p.stuckAlarms(err, stuckKinds, logged), "the system stuck"
+	if len(ended) == 0 {
+		if alarm, ok := p.exitedAlarm(err); ok {
+			ended, how = []cem.Alarm{alarm}, "a server that exited on its own"
+		}
+	}
+	if len(ended) > 0 {
+		// The system's failure ended the step, judged now; the cluster is not where the model
+		// is, so later steps are refused.
+		p.alarms = append(p.alarms, ended...)
 		p.state = next
-		p.failed = fmt.Errorf("step %d (%s) ended with the system stuck: %w", step.Index+1, step.Transition, err)
-		err = nil
-	} else if alarm, ok := p.exitedAlarm(err); ok {
-		p.alarms = append(p.alarms, alarm)
-		p.state = next
-		p.failed = fmt.Errorf("step %d (%s) ended with a server that exited on its own: %w", step.Index+1, step.Transition, err)
+		p.failed = fmt.Errorf("step %d (%s) ended with %s: %w", step.Index+1, step.Transition, how, err)
 		err = nil
 	}
 	p.recordDiskUse()
