@@ -407,9 +407,12 @@ type outcome struct {
 	step    int          // 1-based step after which a fail was seen; 0 for the end
 	detail  string       // one line
 	full    string       // complete, for the failure folder; detail when empty
-	actions []results.StepActions
-	snap    *cem.Snapshot
-	work    schedules.Work
+	// evidence is what a fail was judged from, and difference the shape the oracle gave it.
+	evidence   *oracle.Evidence
+	difference []oracle.Mark
+	actions    []results.StepActions
+	snap       *cem.Snapshot
+	work       schedules.Work
 	// made says the cluster directory was made for this schedule.
 	made bool
 	// replace says the plugin is dead, hung or in a state of which nothing is known.
@@ -473,7 +476,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 	if ctx.Err() != nil && o.verdict != oracle.Pass && o.verdict != oracle.Fail {
 		return os.RemoveAll(w.dir)
 	}
-	rec.Verdict, rec.Detail, rec.Class, rec.Step = o.verdict, o.detail, o.class, o.step
+	rec.Verdict, rec.Detail, rec.Class, rec.Step, rec.Difference = o.verdict, o.detail, o.class, o.step, o.difference
 	if o.verdict == oracle.Pass {
 		// The failure folder, if any, is an earlier run's error, which this pass replaces.
 		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
@@ -487,7 +490,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 	} else {
 		f := results.Failure{
 			Header: c.Header, Schedule: s, Record: rec, Detail: o.detail,
-			Actions: o.actions, Snapshot: o.snap,
+			Actions: o.actions, Snapshot: o.snap, Evidence: o.evidence,
 		}
 		if o.full != "" {
 			f.Detail = o.full
@@ -524,6 +527,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 			rec.AtEnd += ": " + o.detail
 		}
 		o.verdict, o.class, o.step, o.detail, o.full, o.snap = early.verdict, early.class, early.step, early.detail, early.full, early.snap
+		o.evidence, o.difference = early.evidence, early.difference
 	}()
 	o.work.Schedules = 1
 	if w.plugin == nil {
@@ -564,6 +568,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		}
 	}
 	j := judge{model: c.Header.DRM.Model, params: c.Header.Params, check: c.Check}
+	for _, t := range s.Steps {
+		j.kinds = append(j.kinds, t.Kind.String())
+	}
 	j.state = j.model.Init(j.params)
 	reports := make([]cem.StepReport, 0, len(s.Steps)) // for the prefixes saved
 	t := time.Now()
@@ -630,8 +637,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		}
 		if len(report.Alarms) > 0 {
 			early = &outcome{}
-			class, line := oracle.Alarms(report.Alarms)
-			early.fail(class, i+1, line)
+			j.judgeAlarms(early, report.Alarms, i+1)
 			continue
 		}
 		if slices.Contains(start.Save, i+1) {
@@ -754,7 +760,9 @@ type judge struct {
 	params aem.Params
 	check  oracle.Check
 	state  aem.State
-	writes []cem.Write
+	kinds  []string // each step's kind, for the evidence
+	taken  int      // steps taken
+	writes []oracle.SentWrite
 }
 
 // step takes the model's transition that t names, and the writes the step reported.
@@ -764,28 +772,39 @@ func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
 		return fmt.Errorf("not enabled in the model's state %s", j.state.String())
 	}
 	j.state = next
-	j.writes = append(j.writes, report.Writes...)
+	for _, w := range report.Writes {
+		j.writes = append(j.writes, oracle.SentWrite{Step: j.taken, Key: w.Key, Value: w.Value, Acked: w.Acked})
+	}
+	j.taken++
 	return nil
 }
 
 // judge compares the replicas of each group (oracle.NotCompared: left out) and checks the
 // acknowledged writes; when either fails, it records a fail seen after step (0: the end),
-// keeping the data of that moment, and returns true.
+// keeping the data of that moment and the evidence, and returns true.
 func (j *judge) judge(o *outcome, snap cem.Snapshot, groups []int, step int) bool {
-	if d := oracle.CompareGroups(snap, groups); !d.Converged() {
-		o.fail(oracle.Diverged, step, d.Line())
-		o.full, o.snap = d.Report(), &snap
+	e := oracle.Evidence{Step: step, Kinds: j.kinds, Groups: groups, Writes: slices.Clone(j.writes), Snapshot: &snap}
+	got := oracle.Judge(e)
+	if got.Class == "" {
+		return false
+	}
+	o.fail(got.Class, step, got.Line)
+	o.snap, o.evidence, o.difference = &snap, &e, got.Difference
+	if got.Full != got.Line {
+		o.full = got.Full
 		if step > 0 {
 			o.full = fmt.Sprintf("after step %d:\n%s", step, o.full)
 		}
-		return true
 	}
-	if lost := oracle.LostWrites(j.writes, snap, groups); len(lost) > 0 {
-		o.fail(oracle.LostWrite, step, oracle.LostLine(lost))
-		o.snap = &snap
-		return true
-	}
-	return false
+	return true
+}
+
+// judgeAlarms records the fail that the alarms a step raised decide, seen after step.
+func (j *judge) judgeAlarms(o *outcome, alarms []cem.Alarm, step int) {
+	e := oracle.Evidence{Step: step, Kinds: j.kinds, Writes: slices.Clone(j.writes), Alarms: alarms}
+	got := oracle.Judge(e)
+	o.fail(got.Class, step, got.Line)
+	o.evidence = &e
 }
 
 // fail records a fail of class, seen after step (0: at the end).

@@ -447,6 +447,19 @@ func TestRunChecks(t *testing.T) {
 				t.Errorf("record: %s class %q step %d %q at end %q; want %s class %q step %d %q... at end %q...; calls: %s",
 					r.Verdict, r.Class, r.Step, r.Detail, r.AtEnd, tt.want, tt.class, tt.step, tt.detail, tt.atEnd, sys.callsOf(s.ID))
 			}
+			if r.Verdict != oracle.Fail {
+				return
+			}
+			// The fail's folder keeps what it was judged from, and the oracle judges it alike.
+			e, err := results.ReadEvidence(dir, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := oracle.Judge(e)
+			compared := r.Class == oracle.Diverged || r.Class == oracle.LostWrite
+			if got.Class != r.Class || e.Step != r.Step || !slices.Equal(got.Difference, r.Difference) || compared != (len(r.Difference) > 0) {
+				t.Errorf("judged again: %s step %d %+v; recorded %s step %d %+v", got.Class, e.Step, got.Difference, r.Class, r.Step, r.Difference)
+			}
 		})
 	}
 }

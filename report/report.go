@@ -45,6 +45,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"half":   func(a float64) float64 { return a / 2 },
 	"neg":    func(a float64) float64 { return -a },
 	"plural": words.Plural,
+	"add1":   func(i int) int { return i + 1 },
 }).Parse(pageText))
 
 // MaxDrawn bounds the schedules drawn in full (timeline, data, actions); the rest are listed
@@ -68,6 +69,8 @@ type page struct {
 	Times     *chart
 	Kinds     []*chart
 	Failures  []*failure
+	// Groups are the non-passes grouped by signature (results.Summary.Groups).
+	Groups []results.Group
 	// Listed are the non-passes beyond MaxDrawn, listed without drawings.
 	Listed   []*failure
 	Problems []string
@@ -87,6 +90,7 @@ type segment struct {
 type failure struct {
 	Record results.Record
 	Label  string
+	Group  int // 1-based, in page.Groups
 	Body   string
 	Steps  int
 	Detail string // complete
@@ -356,11 +360,18 @@ func stepKind(t *aem.Transition) string {
 // failures gathers every schedule that did not pass: fails first, then incompletes, then
 // errors, each in the order recorded; the first MaxDrawn are drawn.
 func (p *page) failures(s *results.Summary) {
+	p.Groups = s.Groups()
+	groupOf := map[string]int{}
+	for i, g := range p.Groups {
+		for _, id := range g.IDs {
+			groupOf[id] = i + 1
+		}
+	}
 	np := s.NotPassed()
 	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2}
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
 	for i, r := range np {
-		f := &failure{Record: r, Label: s.Label(r), Detail: oracle.Abbreviate(r.Detail)}
+		f := &failure{Record: r, Label: s.Label(r), Group: groupOf[r.ID], Detail: oracle.Abbreviate(r.Detail)}
 		if r.Restored != nil {
 			f.Restored = results.RestoredNote(r)
 		}

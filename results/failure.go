@@ -15,6 +15,7 @@ import (
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/fsutil"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
 )
 
@@ -24,8 +25,10 @@ const (
 	VerdictText  = "verdict.txt"  // the verdict and the complete detail
 	ActionsText  = "actions.txt"  // the concrete actions taken, with their times
 	ReplicasJSON = "replicas.json"
-	LogsDir      = "logs"    // copies of the servers' *.log files
-	ClusterDir   = "cluster" // the cluster directory, moved here
+	// JudgedJSON holds what a fail was judged from (oracle.Evidence), for judging it again.
+	JudgedJSON = "judged.json"
+	LogsDir    = "logs"    // copies of the servers' *.log files
+	ClusterDir = "cluster" // the cluster directory, moved here
 	// TracesDir holds, with --trace, the actions of every schedule that passed: <ID>.txt.
 	TracesDir = "traces"
 )
@@ -47,6 +50,8 @@ type Failure struct {
 	Actions []StepActions
 	// Snapshot is every replica's data; nil when the run did not get that far.
 	Snapshot *cem.Snapshot
+	// Evidence is what a fail was judged from; nil for other verdicts.
+	Evidence *oracle.Evidence
 	// Cluster is the cluster directory, moved into the folder; empty when there was none.
 	Cluster string
 	// ClusterBudget bounds the disk the moved cluster directory takes, in bytes: beyond it,
@@ -90,6 +95,13 @@ func (s *Store) WriteFailure(f Failure) error {
 	if f.Snapshot != nil {
 		err = errors.Join(err, writeText(filepath.Join(dir, ReplicasJSON), func(w io.Writer) error {
 			return writeReplicas(w, f.Snapshot)
+		}))
+	}
+	if f.Evidence != nil {
+		err = errors.Join(err, writeText(filepath.Join(dir, JudgedJSON), func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(f.Evidence)
 		}))
 	}
 	if f.Cluster != "" {

@@ -170,3 +170,18 @@ func parseAction(line string) (cem.Action, error) {
 	a.What = strings.TrimLeft(rest, " ")
 	return a, nil
 }
+
+// ReadEvidence reads what schedule id's fail was judged from (JudgedJSON) in the campaign
+// directory dir; an error wrapping fs.ErrNotExist when its failure folder keeps none (a
+// non-pass that was not a fail, or a fail recorded before modulo kept it).
+func ReadEvidence(dir, id string) (oracle.Evidence, error) {
+	var e oracle.Evidence
+	b, err := os.ReadFile(filepath.Join(dir, FailuresDir, id, JudgedJSON))
+	if err != nil {
+		return e, fmt.Errorf("evidence of %s: %w", id, err)
+	}
+	if err := json.Unmarshal(b, &e); err != nil {
+		return e, fmt.Errorf("evidence of %s: %s: %w", id, JudgedJSON, err)
+	}
+	return e, nil
+}

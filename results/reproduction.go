@@ -37,6 +37,9 @@ type Reproduction struct {
 	Repeat     int                    `json:"repeat"`
 	Reproduced int                    `json:"reproduced"`
 	Verdicts   map[oracle.Verdict]int `json:"verdicts"`
+	// Made, for a replay that followed the recorded course (replay --follow), counts every run
+	// made, those abandoned for leaving the course too: Repeat of Made followed it.
+	Made int `json:"made,omitempty"`
 	// By is the command that replayed: "replay", or "shrink" confirming the failure it shrinks.
 	By string `json:"by"`
 	// Dir holds the runs' own results (their actions, data and logs), relative to the campaign
@@ -51,6 +54,15 @@ type Reproduction struct {
 
 // Rate is "k/K": how many of the runs reproduced the verdict.
 func (r Reproduction) Rate() string { return fmt.Sprintf("%d/%d", r.Reproduced, r.Repeat) }
+
+// Course says, for a replay that followed the recorded course, how many runs followed it:
+// "5 of 20 followed the recorded course"; empty for other replays.
+func (r Reproduction) Course() string {
+	if r.Made == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d followed the recorded course", r.Repeat, r.Made)
+}
 
 // Flaky tells that a non-pass verdict reproduced in none of at least one run: not a bug
 // until it shows again.

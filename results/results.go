@@ -105,6 +105,9 @@ type Record struct {
 	// seen, 0 for the end of the schedule.
 	Class oracle.Class `json:"class,omitempty"`
 	Step  int          `json:"step,omitempty"`
+	// Difference, for a fail of class divergence or lost-write, is each replica's part in it
+	// (oracle.Judgement.Difference): what its signature is made of (Signature).
+	Difference []oracle.Mark `json:"difference,omitempty"`
 	// AtEnd, for a schedule that failed before its end, is what the end alone showed: its
 	// verdict and detail ("pass" when a later step healed the failure).
 	AtEnd string `json:"at_end,omitempty"`

@@ -247,9 +247,25 @@ func (s *Summary) WriteText(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "\nevery schedule with a verdict passed\n")
 		return err
 	}
-	fmt.Fprintf(w, "\n%d %s did not pass:\n", len(np), words.Plural(len(np), "schedule", "schedules"))
+	groups := s.Groups()
+	fmt.Fprintf(w, "\n%d %s did not pass, in %d %s by signature (what their records share; docs/results.md):\n",
+		len(np), words.Plural(len(np), "schedule", "schedules"), len(groups), words.Plural(len(groups), "group", "groups"))
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tVERDICT\tREPLAYED\tSHRUNK TO\tDETAIL")
+	fmt.Fprintln(tw, "GROUP\tSCHEDULES\tRUNS\tFIRST SEEN\tSHORTEST\tREPRODUCED\tSIGNATURE")
+	groupOf := map[string]int{}
+	for i, g := range groups {
+		for _, id := range g.IDs {
+			groupOf[id] = i + 1
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s (%d steps)\t%s\t%s\n", i+1, len(g.IDs), g.Runs, g.First.UTC().Format(time.DateTime),
+			g.Shortest, g.ShortestSteps, g.Rate(), g.Signature)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nthe %d %s:\n", len(np), words.Plural(len(np), "schedule", "schedules"))
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tVERDICT\tGROUP\tREPLAYED\tSHRUNK TO\tDETAIL")
 	for _, r := range np {
 		replayed, shrunk := "-", "-"
 		if rep, ok := s.Reproductions[r.ID]; ok {
@@ -274,7 +290,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if m := c.Merged; m != nil && m.Flaky[r.ID] != "" {
 			detail += " [recorded twice: " + m.Flaky[r.ID] + "]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, label, replayed, shrunk, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, label, groupOf[r.ID], replayed, shrunk, detail)
 	}
 	return tw.Flush()
 }

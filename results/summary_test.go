@@ -295,7 +295,7 @@ func TestWriteTextLongValues(t *testing.T) {
 	if err := s.WriteText(&b); err != nil {
 		t.Fatal(err)
 	}
-	line := b.String()[strings.Index(b.String(), "0123456789abcdef"):]
+	line := b.String()[strings.LastIndex(b.String(), "0123456789abcdef"):]
 	head := `"k1.1` + strings.Repeat(".", 28) + `"…`
 	for _, want := range []string{
 		"acknowledged " + head + " (10240 bytes, sha256 ",

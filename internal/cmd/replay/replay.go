@@ -226,6 +226,9 @@ func Run(opts *Options) error {
 	}
 	if len(res.Records) > 0 {
 		rep := t.Reproduction(res, "replay", rel, start)
+		if opts.Follow {
+			rep.Made = made
+		}
 		if err := results.AppendReproduction(opts.Dir, rep); err != nil {
 			return err
 		}

@@ -56,6 +56,7 @@ type (
 		Dir       string       `json:"dir"`
 		Campaign  jsonCampaign `json:"campaign"`
 		Summary   jsonSummary  `json:"summary"`
+		Groups    []jsonGroup  `json:"groups"`
 		NotPassed []jsonRecord `json:"not_passed"`
 	}
 	jsonCampaign struct {
@@ -89,6 +90,21 @@ type (
 		Detail     string `json:"detail"`
 		AtEnd      string `json:"at_end"`
 		FailureDir string `json:"failure_dir"`
+		Signature  string `json:"signature"`
+		Group      int    `json:"group"`
+	}
+	// jsonGroup is a results.Group; Group in jsonRecord is its 1-based place in Groups.
+	jsonGroup struct {
+		Signature     string    `json:"signature"`
+		Schedules     []string  `json:"schedules"`
+		Runs          int       `json:"independent_runs"`
+		FirstSeen     time.Time `json:"first_seen"`
+		Shortest      string    `json:"shortest"`
+		ShortestSteps int       `json:"shortest_steps"`
+		Replayed      int       `json:"replayed"`
+		Reproduced    int       `json:"reproduced"`
+		Repeat        int       `json:"runs_replayed"`
+		Made          int       `json:"runs_made"`
 	}
 )
 
@@ -110,6 +126,18 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 				FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
 			},
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
+			Groups:    []jsonGroup{},
+		}
+		groupOf := map[string]int{}
+		for k, g := range s.Groups() {
+			e.Groups = append(e.Groups, jsonGroup{
+				Signature: g.Signature, Schedules: g.IDs, Runs: g.Runs, FirstSeen: g.First,
+				Shortest: g.Shortest, ShortestSteps: g.ShortestSteps,
+				Replayed: g.Replayed, Reproduced: g.Reproduced, Repeat: g.Repeat, Made: g.Made,
+			})
+			for _, id := range g.IDs {
+				groupOf[id] = k + 1
+			}
 		}
 		byClass, _ := s.ClassCounts()
 		for class, n := range byClass {
@@ -123,6 +151,7 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			rec := jsonRecord{
 				ID: r.ID, Verdict: string(r.Verdict), Flaky: s.Label(r) == results.FlakyLabel,
 				Step: r.Step, Detail: r.Detail, AtEnd: r.AtEnd, FailureDir: failureDir(s.Dir, r.ID),
+				Signature: results.Signature(r), Group: groupOf[r.ID],
 			}
 			if r.Verdict == oracle.Fail {
 				rec.Class = string(r.FailClass())
@@ -290,7 +319,7 @@ func junitProblemOf(r results.Record) (p *junitProblem, isError bool) {
 	default: // as oracle.Tally counts a verdict it does not know
 		kind, isError = string(oracle.Error), true
 	}
-	p = &junitProblem{Message: kind, Type: kind, Text: r.Detail}
+	p = &junitProblem{Message: kind, Type: kind, Text: r.Detail + "\nsignature: " + results.Signature(r)}
 	if r.Detail != "" {
 		p.Message += ": " + r.Detail
 	}

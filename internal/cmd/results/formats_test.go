@@ -182,7 +182,20 @@ type (
 			FailedByClass map[string]int `json:"failed_by_class"`
 			NotPassedKind map[string]int `json:"not_passed_by_kind"`
 		} `json:"summary"`
+		Groups    []groupJSON  `json:"groups"`
 		NotPassed []recordJSON `json:"not_passed"`
+	}
+	groupJSON struct {
+		Signature     string   `json:"signature"`
+		Schedules     []string `json:"schedules"`
+		Runs          int      `json:"independent_runs"`
+		FirstSeen     string   `json:"first_seen"`
+		Shortest      string   `json:"shortest"`
+		ShortestSteps int      `json:"shortest_steps"`
+		Replayed      int      `json:"replayed"`
+		Reproduced    int      `json:"reproduced"`
+		Repeat        int      `json:"runs_replayed"`
+		Made          int      `json:"runs_made"`
 	}
 	recordJSON struct {
 		ID         string `json:"id"`
@@ -193,6 +206,8 @@ type (
 		Detail     string `json:"detail"`
 		AtEnd      string `json:"at_end"`
 		FailureDir string `json:"failure_dir"`
+		Signature  string `json:"signature"`
+		Group      int    `json:"group"`
 	}
 )
 
@@ -212,6 +227,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 		Campaigns []struct {
 			Campaign, Summary map[string]any
 			NotPassed         []map[string]any `json:"not_passed"`
+			Groups            []map[string]any
 		}
 	}
 	if err := json.Unmarshal(out, &raw); err != nil {
@@ -223,12 +239,15 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 	wantKeys := map[string][]string{
 		"campaign":   {"drm", "ops", "replicas", "schedule_file", "plugin", "plugin_version", "server_version", "modulo_version", "started"},
 		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "failed_by_class", "not_passed_by_kind"},
-		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir"},
+		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir", "signature", "group"},
+		"groups": {"signature", "schedules", "independent_runs", "first_seen", "shortest", "shortest_steps",
+			"replayed", "reproduced", "runs_replayed", "runs_made"},
 	}
 	objects := map[string][]map[string]any{
 		"campaign":   {raw.Campaigns[0].Campaign},
 		"summary":    {raw.Campaigns[0].Summary},
 		"not_passed": raw.Campaigns[0].NotPassed,
+		"groups":     raw.Campaigns[0].Groups,
 	}
 	for what, objs := range objects {
 		for _, o := range objs {
@@ -249,14 +268,28 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 		!maps.Equal(sum.FailedByClass, map[string]int{"lost-write": 1}) || len(sum.NotPassedKind) != 0 {
 		t.Errorf("summary %+v", sum)
 	}
+	// The records hold no difference (as records before modulo kept one): each signature is
+	// its detail, normalised, and each schedule a group of its own, in the order recorded.
 	want := []recordJSON{
-		{ID: f.errored, Verdict: "error", Detail: errorDetail},
-		{ID: f.fail, Verdict: "fail", Class: "lost-write", Step: 2, Detail: failDetail, AtEnd: "pass", FailureDir: filepath.Join("failures", f.fail)},
-		{ID: f.incomp, Verdict: "incomplete", Detail: incompDetail, FailureDir: filepath.Join("failures", f.incomp)},
-		{ID: f.flaky, Verdict: "fail", Flaky: true, Class: "divergence", Detail: flakyDetail, FailureDir: filepath.Join("failures", f.flaky)},
+		{ID: f.errored, Verdict: "error", Detail: errorDetail, Group: 1,
+			Signature: `error: plugin exited: read |N: file already closed & "gone"`},
+		{ID: f.fail, Verdict: "fail", Class: "lost-write", Step: 2, Detail: failDetail, AtEnd: "pass", FailureDir: filepath.Join("failures", f.fail), Group: 2,
+			Signature: `fail (lost-write): N key differs: k1.N (r0="a<b & \"c\"" r1=<missing>)`},
+		{ID: f.incomp, Verdict: "incomplete", Detail: incompDetail, FailureDir: filepath.Join("failures", f.incomp), Group: 3,
+			Signature: "incomplete: at a convergence: not reached before the deadline: replica N in sync"},
+		{ID: f.flaky, Verdict: "fail", Flaky: true, Class: "divergence", Detail: flakyDetail, FailureDir: filepath.Join("failures", f.flaky), Group: 4,
+			Signature: `fail (divergence): N key differs: k1.N (r0="x" r1=<missing>)`},
 	}
 	if !slices.Equal(e.NotPassed, want) {
 		t.Errorf("not_passed:\n%+v\nwant:\n%+v", e.NotPassed, want)
+	}
+	if len(e.Groups) != len(want) {
+		t.Fatalf("%d groups, want %d: %+v", len(e.Groups), len(want), e.Groups)
+	}
+	for i, g := range e.Groups {
+		if w := want[i]; g.Signature != w.Signature || !slices.Equal(g.Schedules, []string{w.ID}) || g.Runs != 1 || g.Shortest != w.ID {
+			t.Errorf("group %d: %+v, want %s alone, signature %q", i+1, g, w.ID, w.Signature)
+		}
 	}
 }
 
@@ -287,9 +320,12 @@ func checkJUnit(t *testing.T, f fixture, out []byte) {
 		f.retried:  {status: "passed"},
 		f.notModel: {status: "passed"},
 		f.flaky:    {status: "passed"}, // a flakyFailure, which go-junit does not read
-		f.fail:     {"failed", "lost-write: " + failDetail, "lost-write", failDetail},
-		f.incomp:   {"failed", "incomplete: " + incompDetail, "incomplete", incompDetail},
-		f.errored:  {"error", "error: " + errorDetail, "error", errorDetail},
+		f.fail: {"failed", "lost-write: " + failDetail, "lost-write",
+			failDetail + "\nsignature: fail (lost-write): N key differs: k1.N (r0=\"a<b & \\\"c\\\"\" r1=<missing>)"},
+		f.incomp: {"failed", "incomplete: " + incompDetail, "incomplete",
+			incompDetail + "\nsignature: incomplete: at a convergence: not reached before the deadline: replica N in sync"},
+		f.errored: {"error", "error: " + errorDetail, "error",
+			errorDetail + "\nsignature: error: plugin exited: read |N: file already closed & \"gone\""},
 	}
 	// The records' durations, in the order recorded: f.retried's second record is the fourth.
 	took := map[string]time.Duration{f.pass: 1250 * time.Millisecond, f.retried: 4250 * time.Millisecond}

@@ -30,10 +30,19 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 		Short: "Summarise a campaign: verdicts, progress, time per schedule, every non-pass",
 		Long: `Summarise the campaign whose results are in DIR: what ran (DRM, parameters, plugin and
 server versions, the plugin configuration), how many of its schedules have a verdict, the
-verdicts, the median and 90th percentile of the time per schedule, and every schedule that
-did not pass, one line each: its ID, its verdict, how often it reproduced when replayed
-('modulo replay --repeat'), the smallest schedule it shrank to ('modulo shrink') and what
-went wrong.
+verdicts, the median and 90th percentile of the time per schedule, then the schedules that
+did not pass grouped by signature, then each of them, one line each: its ID, its verdict, its
+group, how often it reproduced when replayed ('modulo replay --repeat'), the smallest
+schedule it shrank to ('modulo shrink') and what went wrong.
+
+A signature is what failures of one bug share, read from the record: a divergence's or a lost
+write's shape (what each differing replica holds against the acknowledged writes, and which
+step wrote them, counted back from the step judged) and the sync its replicas took; for
+another non-pass, its detail with numbers, addresses and IDs taken out. A group says how many
+schedules share it, how many independent runs they come from (a schedule restored from
+another's saved prefix counts with that run), when it was first seen, its shortest schedule
+(replay that one first: 'modulo replay DIR ID --follow') and how often its replayed schedules
+reproduced.
 
 A failure whose latest replay reproduced it 0 times is labelled flaky, not fail: it is not a
 bug until it fails again. An error verdict is a fault of the harness and does not count as
@@ -51,6 +60,11 @@ Formats (--format):
            dir         the campaign's results directory
            campaign    drm, ops, replicas, schedule_file, plugin, plugin_version,
                        server_version, modulo_version, started (RFC 3339)
+            groups      the non-passes by signature, the largest first: signature,
+                       schedules (their IDs), independent_runs, first_seen, shortest,
+                       shortest_steps, replayed (schedules replayed), reproduced and
+                       runs_replayed (summed over their latest replays), runs_made (with
+                       --follow, the runs made, those that left the recorded course too)
            summary     total (the campaign's schedules), done (those with a verdict that
                        holds), pass, fail, flaky, incomplete and error (the schedules with
                        a verdict by label, as the text counts them), failed_by_class
@@ -63,14 +77,14 @@ Formats (--format):
                        a fail; "" otherwise), step (the 1-based step after which a fail
                        was seen; 0: at the end), detail, at_end (what the end alone
                        showed), failure_dir (its failure folder, relative to dir; "" if
-                       none)
+                       none), signature, group (its 1-based place in groups)
          Every field is always there. Passes are counted, not listed.
   junit  JUnit XML for CI test reports: a <testsuite> per campaign, and a <testcase> per
          schedule with a verdict (its latest record), named "ID BODY" (BODY: the
          schedule's transitions, when its ID is the DRM model's), classname modulo.DRM,
          its time in seconds. A fail holds <failure type="CLASS">, an incomplete <failure
          type="incomplete">, an error <error type="error">, each with the message
-         "TYPE: DETAIL" and the detail as its text. A schedule labelled flaky passes,
+         "TYPE: DETAIL" and the detail and its signature as its text. A schedule labelled flaky passes,
          holding a <flakyFailure> or <flakyError> instead (Maven Surefire's mark of a test
          that failed, then passed when run again).`,
 		Example: `  modulo results modulo-results/slr

@@ -1,0 +1,66 @@
+package oracle
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/modulo-testing/modulo/cem"
+)
+
+func TestJudge(t *testing.T) {
+	// Steps: D, C, D, C; the writes of steps 0 and 2, acknowledged or not.
+	kinds := []string{"D", "C", "D", "C"}
+	w := func(step int, k, v string, acked bool) SentWrite {
+		return SentWrite{Step: step, Key: k, Value: v, Acked: acked}
+	}
+	snap := func(data ...map[string]string) *cem.Snapshot {
+		s := &cem.Snapshot{}
+		for _, d := range data {
+			s.Replicas = append(s.Replicas, cem.ReplicaData{Data: d})
+		}
+		return s
+	}
+	tests := []struct {
+		name      string
+		e         Evidence
+		wantClass Class
+		wantMarks []Mark
+	}{
+		{"converged", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(0, "a", "1", true)},
+			Snapshot: snap(map[string]string{"a": "1"}, map[string]string{"a": "1"})}, "", nil},
+		{"a minority write kept by one", Evidence{Groups: []int{0, 0, 0}, Writes: []SentWrite{w(0, "a", "1", true), w(2, "b", "2", false)},
+			Snapshot: snap(map[string]string{"a": "1", "b": "2"}, map[string]string{"a": "1"}, map[string]string{"a": "1"})},
+			Diverged, []Mark{{Replica: 0, Key: "b", What: HoldsUnacked, Written: "the last divergence"}}},
+		{"an acknowledged write missing on one", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(0, "a", "1", true), w(2, "b", "2", true)},
+			Snapshot: snap(map[string]string{"a": "1", "b": "2"}, map[string]string{"b": "2"})},
+			Diverged, []Mark{{Replica: 1, Key: "a", What: LacksAcked, Written: "an earlier divergence"}}},
+		{"judged after step 2: step 2 is the last divergence", Evidence{Step: 2, Groups: []int{0, 0}, Writes: []SentWrite{w(0, "a", "1", true)},
+			Snapshot: snap(map[string]string{"a": "1"}, map[string]string{})},
+			Diverged, []Mark{{Replica: 1, Key: "a", What: LacksAcked, Written: "the last divergence"}}},
+		{"an earlier value held", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(0, "a", "1", true), w(2, "a", "2", true)},
+			Snapshot: snap(map[string]string{"a": "2"}, map[string]string{"a": "1"})},
+			Diverged, []Mark{{Replica: 1, Key: "a", What: HoldsOlder, Written: "the last divergence"}}},
+		{"a value never written", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(0, "a", "1", false)},
+			Snapshot: snap(map[string]string{"a": "1"}, map[string]string{"a": "x"})},
+			Diverged, []Mark{{Replica: 0, Key: "a", What: HoldsUnacked, Written: "an earlier divergence"}, {Replica: 1, Key: "a", What: HoldsUnwritten, Written: "no step"}}},
+		{"a replica left out is not marked", Evidence{Groups: []int{0, 0, NotCompared}, Writes: []SentWrite{w(0, "a", "1", false)},
+			Snapshot: snap(map[string]string{"a": "1"}, map[string]string{}, map[string]string{})},
+			Diverged, []Mark{{Replica: 0, Key: "a", What: HoldsUnacked, Written: "an earlier divergence"}}},
+		{"unreadable", Evidence{Groups: []int{0, 0}, Snapshot: &cem.Snapshot{Replicas: []cem.ReplicaData{{Data: map[string]string{}}, {Err: "connection refused"}}}},
+			Diverged, []Mark{{Replica: 1, What: CannotRead, Written: "no step"}}},
+		{"lost on every replica alike", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(2, "a", "1", true)},
+			Snapshot: snap(map[string]string{}, map[string]string{})},
+			LostWrite, []Mark{{Replica: 0, Key: "a", What: LacksAcked, Written: "the last divergence"}, {Replica: 1, Key: "a", What: LacksAcked, Written: "the last divergence"}}},
+		{"alarms decide", Evidence{Alarms: []cem.Alarm{{Replica: 1, What: "exited", Unrecoverable: true}},
+			Snapshot: snap(map[string]string{}, map[string]string{"a": "1"})}, Unrecoverable, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.e.Kinds = kinds
+			got := Judge(tt.e)
+			if got.Class != tt.wantClass || !slices.Equal(got.Difference, tt.wantMarks) {
+				t.Errorf("Judge = %q %+v; want %q %+v", got.Class, got.Difference, tt.wantClass, tt.wantMarks)
+			}
+		})
+	}
+}
