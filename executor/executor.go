@@ -106,6 +106,20 @@ type Campaign struct {
 	// Trace keeps the actions of every schedule that passes (results.Store.WriteTrace); those
 	// of the others are in their failure folders.
 	Trace bool
+	// Prefix, when set, is the saved prefix every schedule restores in place of starting
+	// afresh: a replay of a run that restored it (results.Restored), from the copy its failure
+	// folder keeps. Prefixes are then not shared.
+	Prefix *Prefix
+}
+
+// Prefix is a cluster saved after a schedule's first steps (cem.Restorer.Save), as a run that
+// restored it keeps it in its failure folder (results.KeptPrefix).
+type Prefix struct {
+	Dir   string
+	From  string // the schedule whose run saved it
+	Saved cem.Saved
+	// Steps are what the run that saved it reported of each of its steps.
+	Steps []cem.StepReport
 }
 
 // DefaultShareBudget is Campaign.ShareBudget's default. A Q/C/Z cluster of three ZooKeeper
@@ -410,9 +424,11 @@ type outcome struct {
 	// evidence is what a fail was judged from, and difference the shape the oracle gave it.
 	evidence   *oracle.Evidence
 	difference []oracle.Mark
-	actions    []results.StepActions
-	snap       *cem.Snapshot
-	work       schedules.Work
+	// restored is the saved prefix the schedule restored, kept with its failure.
+	restored *saved
+	actions  []results.StepActions
+	snap     *cem.Snapshot
+	work     schedules.Work
 	// made says the cluster directory was made for this schedule.
 	made bool
 	// replace says the plugin is dead, hung or in a state of which nothing is known.
@@ -498,6 +514,9 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 		if o.made {
 			f.Cluster, f.ClusterBudget = w.dir, c.FailureBudget
 		}
+		if sv := o.restored; sv != nil {
+			f.Prefix = &results.KeptPrefix{Dir: sv.dir, From: sv.from, Saved: sv.saved, Steps: sv.steps}
+		}
 		if err := c.Store.WriteFailure(f); err != nil {
 			return err
 		}
@@ -560,7 +579,9 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		StepTimeout: c.StepTimeout,
 	}
 	var start schedules.Start[*saved]
-	if c.sharing() {
+	if p := c.Prefix; p != nil {
+		start = schedules.Start[*saved]{Steps: len(p.Steps), Saved: &saved{dir: p.Dir, saved: p.Saved, from: p.From, steps: p.Steps}}
+	} else if c.sharing() {
 		start = w.sharer.Begin(&s, next)
 		if err := w.evict(start.Evicted); err != nil {
 			o.harness("remove saved clusters: %v", err)
@@ -711,6 +732,7 @@ func (w *worker) restore(ctx context.Context, spec cem.ClusterSpec, s *schedules
 		rec.StepsMS = append(rec.StepsMS, 0)
 	}
 	rec.Restored = &results.Restored{Steps: start.Steps, From: sv.from, Digest: got.Digest}
+	o.restored = sv
 	return nil
 }
 

@@ -117,6 +117,29 @@ func TestRunSharesPrefixes(t *testing.T) {
 			t.Errorf("actions.txt of a restored fail lacks %q:\n%s", want, actions)
 		}
 	}
+
+	// Its folder keeps the prefix it restored, from which a replay restores it again: the same
+	// saved cluster, the saving run's writes judged, the steps after it run.
+	kept, err := results.ReadPrefix(dir, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.From != r.Restored.From || kept.Saved.Digest != r.Restored.Digest || len(kept.Steps) != r.Restored.Steps {
+		t.Fatalf("kept prefix from %s, %d steps, sha256 %s; the record restored %+v", kept.From, len(kept.Steps), kept.Saved.Digest, r.Restored)
+	}
+	again := t.TempDir()
+	c = campaign(t, sys, openStore(t, again, h), h, []schedules.Schedule{ss[diverged]}, 1)
+	c.Info.Capabilities.Restore = true
+	c.Prefix = &executor.Prefix{Dir: kept.Dir, From: kept.From, Saved: kept.Saved, Steps: kept.Steps}
+	delete(sys.calls, r.ID)
+	if _, err := executor.Run(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	got := recordsByID(t, again)[r.ID]
+	calls := sys.callsOf(r.ID)
+	if got.Verdict != oracle.Fail || got.Restored == nil || *got.Restored != *r.Restored || !strings.HasPrefix(calls, "restore "+itoa(len(kept.Steps))) {
+		t.Errorf("replayed from the kept prefix: %s restored %+v, calls %s; want a fail restored as %+v", got.Verdict, got.Restored, calls, r.Restored)
+	}
 }
 
 // TestRunSharesPrefixesWork: when nothing fails, one worker does the work that

@@ -54,6 +54,9 @@ type Options struct {
 	// until Repeat runs followed the course to their verdicts or Tries runs were made.
 	Course []results.StepObservations
 	Tries  int
+	// Prefix, when set, is the saved prefix every run restores in place of running its steps:
+	// the one the recorded run restored, kept in its failure folder.
+	Prefix *executor.Prefix
 }
 
 // Result is what the runs found.
@@ -155,7 +158,7 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 		} else {
 			fmt.Fprintf(out, "run %d of %d\n", k, opts.Repeat)
 		}
-		rec, ok, err := runOnce(ctx, setup, launch, h, s, filepath.Join(opts.Dir, strconv.Itoa(k)), follow)
+		rec, ok, err := runOnce(ctx, setup, launch, h, s, filepath.Join(opts.Dir, strconv.Itoa(k)), follow, opts.Prefix)
 		if err != nil {
 			return res, err
 		}
@@ -180,7 +183,7 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 // runOnce runs s once with its results in dir, and returns its record; ok is false when the
 // run was interrupted before a verdict.
 func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h schedules.Header, s schedules.Schedule, dir string,
-	follow func(int, []cem.Observation) string) (rec results.Record, ok bool, err error) {
+	follow func(int, []cem.Observation) string, prefix *executor.Prefix) (rec results.Record, ok bool, err error) {
 	store, err := results.Open(dir, results.Campaign{
 		DRM: h.DRM.Name, Ops: h.Params.Ops, Replicas: h.Params.Replicas,
 		ScheduleFile: "replay of " + s.ID,
@@ -204,7 +207,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
 		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold, Trace: setup.Trace,
-		Follow: follow,
+		Follow: follow, Prefix: prefix,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

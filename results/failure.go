@@ -27,6 +27,11 @@ const (
 	ReplicasJSON = "replicas.json"
 	// JudgedJSON holds what a fail was judged from (oracle.Evidence), for judging it again.
 	JudgedJSON = "judged.json"
+	// PrefixDir holds, for a schedule that restored a prefix another schedule's run saved,
+	// that saved cluster, and PrefixJSON what that run reported of its steps (KeptPrefix):
+	// what `replay --from-prefix` restores.
+	PrefixDir  = "prefix"
+	PrefixJSON = "prefix.json"
 	LogsDir    = "logs"    // copies of the servers' *.log files
 	ClusterDir = "cluster" // the cluster directory, moved here
 	// TracesDir holds, with --trace, the actions of every schedule that passed: <ID>.txt.
@@ -52,6 +57,9 @@ type Failure struct {
 	Snapshot *cem.Snapshot
 	// Evidence is what a fail was judged from; nil for other verdicts.
 	Evidence *oracle.Evidence
+	// Prefix is the saved prefix the run restored; nil for a run from scratch. Its directory
+	// is copied into the folder, within ClusterBudget.
+	Prefix *KeptPrefix
 	// Cluster is the cluster directory, moved into the folder; empty when there was none.
 	Cluster string
 	// ClusterBudget bounds the disk the moved cluster directory takes, in bytes: beyond it,
@@ -104,6 +112,9 @@ func (s *Store) WriteFailure(f Failure) error {
 			return enc.Encode(f.Evidence)
 		}))
 	}
+	if f.Prefix != nil {
+		err = errors.Join(err, keepPrefix(dir, *f.Prefix, f.ClusterBudget))
+	}
 	if f.Cluster != "" {
 		err = errors.Join(err, copyLogs(f.Cluster, filepath.Join(dir, LogsDir)))
 		if mvErr := os.Rename(f.Cluster, filepath.Join(dir, ClusterDir)); mvErr != nil {
@@ -120,6 +131,64 @@ func (s *Store) WriteFailure(f Failure) error {
 		return fmt.Errorf("failure folder %s: %w", dir, err)
 	}
 	return nil
+}
+
+// KeptPrefix is a saved prefix a failure's run restored, as its failure folder keeps it:
+// PrefixJSON holds this, and PrefixDir the saved cluster (Dir, when read back).
+type KeptPrefix struct {
+	// Dir is the saved cluster: where the run found it, or PrefixDir once kept.
+	Dir  string `json:"-"`
+	From string `json:"from"` // the schedule whose run saved it
+	// Saved is what its save reported: the files, their size and digest.
+	Saved cem.Saved `json:"saved"`
+	// Steps are what that run reported of each step of the prefix.
+	Steps []cem.StepReport `json:"steps"`
+	// LeftOut, when set, says why PrefixDir was not kept (too large for the budget).
+	LeftOut string `json:"left_out,omitempty"`
+}
+
+// keepPrefix copies the saved prefix p into the failure folder dir, unless it takes more than
+// budget (DefaultClusterBudget for 0): then PrefixJSON says so, and a replay runs from
+// scratch.
+func keepPrefix(dir string, p KeptPrefix, budget int64) error {
+	if budget <= 0 {
+		budget = DefaultClusterBudget
+	}
+	if p.Saved.Bytes > budget {
+		p.LeftOut = fmt.Sprintf("the saved cluster takes %d bytes, beyond the failure folder's budget of %d (failure_budget_mb)", p.Saved.Bytes, budget)
+	} else {
+		to := filepath.Join(dir, PrefixDir)
+		if err := fsutil.CopyTree(p.Dir, to); err != nil {
+			return fmt.Errorf("keep the restored prefix: %w", err)
+		}
+		if _, err := fsutil.PunchZeros(to); err != nil {
+			return fmt.Errorf("keep the restored prefix: %w", err)
+		}
+	}
+	return writeText(filepath.Join(dir, PrefixJSON), func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(p)
+	})
+}
+
+// ReadPrefix reads the saved prefix that the failure folder of schedule id, in the campaign
+// directory dir, keeps; an error wrapping fs.ErrNotExist when it keeps none.
+func ReadPrefix(dir, id string) (KeptPrefix, error) {
+	var p KeptPrefix
+	folder := filepath.Join(dir, FailuresDir, id)
+	b, err := os.ReadFile(filepath.Join(folder, PrefixJSON))
+	if err != nil {
+		return p, fmt.Errorf("restored prefix of %s: %w", id, err)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("restored prefix of %s: %s: %w", id, PrefixJSON, err)
+	}
+	if p.LeftOut != "" {
+		return p, fmt.Errorf("restored prefix of %s: not kept: %s: %w", id, p.LeftOut, fs.ErrNotExist)
+	}
+	p.Dir = filepath.Join(folder, PrefixDir)
+	return p, nil
 }
 
 // keepWithin leaves out of the cluster directory dir its largest files, one by one, until the

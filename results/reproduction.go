@@ -40,6 +40,9 @@ type Reproduction struct {
 	// Made, for a replay that followed the recorded course (replay --follow), counts every run
 	// made, those abandoned for leaving the course too: Repeat of Made followed it.
 	Made int `json:"made,omitempty"`
+	// FromPrefix says that each run restored the saved prefix the recorded run restored
+	// (replay --from-prefix), where other replays run every step from scratch.
+	FromPrefix bool `json:"from_prefix,omitempty"`
 	// By is the command that replayed: "replay", or "shrink" confirming the failure it shrinks.
 	By string `json:"by"`
 	// Dir holds the runs' own results (their actions, data and logs), relative to the campaign

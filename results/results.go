@@ -141,7 +141,8 @@ func (r Record) Outcome() string {
 // Restored says that a schedule's first Steps steps were not run for it: its cluster was
 // restored from the files that the run of schedule From saved after them (their digest), the
 // same cluster as its own prefix would have left. Its records and failure folder show From's
-// actions and observations for those steps. A replay always runs from scratch.
+// actions and observations for those steps. A replay runs from scratch, or (replay
+// --from-prefix) from the saved prefix its failure folder keeps (KeptPrefix).
 type Restored struct {
 	Steps  int    `json:"steps"`
 	From   string `json:"from"`

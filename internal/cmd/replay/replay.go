@@ -4,8 +4,10 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +41,9 @@ type Options struct {
 	// Repeat of them followed the recorded course to a verdict, or Tries were made.
 	Follow bool
 	Tries  int
+	// FromPrefix restores, in each run, the saved prefix the recorded run restored, kept in its
+	// failure folder, where a replay otherwise runs every step from scratch.
+	FromPrefix bool
 	cmdutil.Settings
 }
 
@@ -67,6 +72,12 @@ abandoned there, and runs are made until --repeat of them followed the course to
 when the cluster does what it did: "failed in 4 of the 5 runs that followed the recorded
 course; 5 of 20 followed it". A failure whose course is a race (a state transfer or not, a
 torn write or not) reads flaky without it.
+
+--from-prefix replays a schedule whose campaign run restored a prefix that another
+schedule's run saved (results: "steps 1-K restored from X's run") from that very saved
+cluster, kept in its failure folder (failures/ID/prefix/), rather than from scratch: the bytes a
+power loss tore and the state a rejoin starts from are the recorded run's, and only the steps
+after the prefix run again.
 
 --keep leaves the cluster running after the run's verdict, printing each server's pid and log
 and where it listens, so that the failure can be looked at live: on loopback its ports
@@ -100,6 +111,7 @@ or not made, 0 when every run passed, 2 on bad input.`,
 	cmd.Flags().BoolVar(&opts.Trace, "trace", false, "keep the actions of every run, those that pass too, in the run's directory (traces/<ID>.txt)")
 	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "abandon a run that leaves the recorded run's course, and run until --repeat runs followed it (or --tries were made)")
 	cmd.Flags().IntVar(&opts.Tries, "tries", 0, "with --follow, make at most `N` runs (default: 4 times --repeat)")
+	cmd.Flags().BoolVar(&opts.FromPrefix, "from-prefix", false, "restore, in each run, the saved prefix the recorded run restored (kept in its failure folder), instead of running every step from scratch")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down")
 	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
@@ -198,6 +210,12 @@ func Run(opts *Options) error {
 		}
 		course = recorded.Observations
 	}
+	var prefix *executor.Prefix
+	if opts.FromPrefix {
+		if prefix, err = keptPrefix(t, opts.Dir, opts.ID); err != nil {
+			return err
+		}
+	}
 	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
@@ -211,7 +229,11 @@ func Run(opts *Options) error {
 	if opts.Keep {
 		setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
 	}
-	ropts := rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel)}
+	ropts := rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel), Prefix: prefix}
+	if prefix != nil {
+		fmt.Fprintf(opts.Out, "each run restores the cluster that %s's run saved after step %d (sha256 %s), as the recorded run did, and runs the steps after it\n",
+			prefix.From, len(prefix.Steps), prefix.Saved.Digest)
+	}
 	if opts.Follow {
 		ropts.Course, ropts.Tries = course, opts.Tries
 	}
@@ -229,6 +251,7 @@ func Run(opts *Options) error {
 		if opts.Follow {
 			rep.Made = made
 		}
+		rep.FromPrefix = prefix != nil
 		if err := results.AppendReproduction(opts.Dir, rep); err != nil {
 			return err
 		}
@@ -249,4 +272,25 @@ func Run(opts *Options) error {
 		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", made, opts.Repeat)
 	}
 	return cmdutil.Outcome{Tally: res.Tally(), Noun: "run", Missing: opts.Repeat - len(res.Records), NotRun: "not made"}.Err()
+}
+
+// keptPrefix reads the saved prefix that schedule id's recorded run restored, from its failure
+// folder in the campaign directory dir; a usage error when there is none to restore.
+func keptPrefix(t *rerun.Target, dir, id string) (*executor.Prefix, error) {
+	recorded, ok := t.Recorded()
+	if !ok || recorded.Restored == nil {
+		return nil, cmdutil.Usagef("--from-prefix restores the prefix the recorded run restored, and schedule %s's run started afresh: drop --from-prefix", id)
+	}
+	p, err := results.ReadPrefix(dir, id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cmdutil.Usagef("--from-prefix: %v (a failure recorded before modulo kept restored prefixes, or one beyond the budget): replay from scratch without it", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.Saved.Digest != recorded.Restored.Digest || p.From != recorded.Restored.From {
+		return nil, fmt.Errorf("--from-prefix: %s holds the prefix %s saved (sha256 %s), and the record says the run restored %s's (sha256 %s)",
+			p.Dir, p.From, p.Saved.Digest, recorded.Restored.From, recorded.Restored.Digest)
+	}
+	return &executor.Prefix{Dir: p.Dir, From: p.From, Saved: p.Saved, Steps: p.Steps}, nil
 }
