@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -152,7 +150,7 @@ func explainDifferences(out io.Writer, t *rerun.Target, recs []results.Record) {
 	}
 	differ := slices.ContainsFunc(recs, func(r results.Record) bool { return r.Verdict != recorded.Verdict || r.Class != recorded.Class })
 	if rs := recorded.Restored; differ && rs != nil {
-		fmt.Fprintf(out, "the recorded run restored its first %d steps from the cluster that schedule %s's run saved (sha256 %s); a replay runs every step from scratch\n",
+		fmt.Fprintf(out, "the recorded run restored its first %d steps from the cluster that schedule %s's run saved (sha256 %s); a replay runs every step from scratch, unless --from-prefix restores that cluster\n",
 			rs.Steps, rs.From, rs.Digest)
 	}
 	if len(recorded.Observations) == 0 {
@@ -190,107 +188,43 @@ func Run(opts *Options) error {
 	if opts.Keep && opts.Repeat != 1 {
 		return cmdutil.Usagef("--keep keeps the cluster of one run: drop --repeat")
 	}
-	if opts.Tries != 0 && !opts.Follow {
-		return cmdutil.Usagef("--tries bounds the runs of --follow: add --follow, or drop --tries")
-	}
 	if opts.Follow && opts.Keep {
 		return cmdutil.Usagef("--keep keeps the cluster of one run: drop --follow")
 	}
-	var course []results.StepObservations
-	if opts.Follow {
-		if opts.Tries == 0 {
-			opts.Tries = 4 * opts.Repeat
-		}
-		if opts.Tries < opts.Repeat {
-			return cmdutil.Usagef("--tries %d is fewer than the %d runs --repeat asks to follow the course", opts.Tries, opts.Repeat)
-		}
-		recorded, ok := t.Recorded()
-		if !ok || len(recorded.Observations) == 0 {
-			return cmdutil.Usagef("--follow follows the observations of the recorded run, and schedule %s's record has none (its plugin observes nothing)", opts.ID)
-		}
-		course = recorded.Observations
-	}
-	var prefix *executor.Prefix
-	if opts.FromPrefix {
-		if prefix, err = keptPrefix(t, opts.Dir, opts.ID); err != nil {
-			return err
-		}
+	mopts := rerun.MeasureOptions{Repeat: opts.Repeat, Follow: opts.Follow, Tries: opts.Tries, FromPrefix: opts.FromPrefix}
+	var bad *rerun.OptionError
+	if err := t.Check(&mopts); errors.As(err, &bad) {
+		return cmdutil.Usage(err)
+	} else if err != nil {
+		return err
 	}
 	if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
 		return err
 	}
-	start := time.Now()
-	rel := filepath.Join(results.ReplaysDir, opts.ID, start.UTC().Format(results.Stamp))
-	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, rel))
-	t.Describe(opts.Out)
-
-	setup := t.Setup
-	setup.Out, setup.Trace = opts.Out, opts.Trace
+	t.Setup.Out, t.Setup.Trace = opts.Out, opts.Trace
 	if opts.Keep {
-		setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
+		t.Setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
 	}
-	ropts := rerun.Options{Repeat: opts.Repeat, Dir: filepath.Join(opts.Dir, rel), Prefix: prefix}
-	if prefix != nil {
+	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s/<time>\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, results.ReplaysDir, opts.ID))
+	t.Describe(opts.Out)
+	if opts.FromPrefix {
+		rs := t.Summary.Latest[slices.IndexFunc(t.Summary.Latest, func(r results.Record) bool { return r.ID == opts.ID })].Restored
 		fmt.Fprintf(opts.Out, "each run restores the cluster that %s's run saved after step %d (sha256 %s), as the recorded run did, and runs the steps after it\n",
-			prefix.From, len(prefix.Steps), prefix.Saved.Digest)
+			rs.From, rs.Steps, rs.Digest)
 	}
-	if opts.Follow {
-		ropts.Course, ropts.Tries = course, opts.Tries
-	}
-	res, err := rerun.Run(ctx, setup, t.Header, t.Schedule, ropts)
+	m, err := t.Measure(ctx, mopts, "replay")
 	if err != nil {
 		return err
 	}
-	made := len(res.Records)
-	if opts.Follow {
-		// What reproduces is judged on the runs that took the recorded course alone.
-		res = res.OnCourse()
+	if m.Reproduction != nil || m.Made > 0 {
+		fmt.Fprintln(opts.Out, m.Line(t))
 	}
-	if len(res.Records) > 0 {
-		rep := t.Reproduction(res, "replay", rel, start)
-		if opts.Follow {
-			rep.Made = made
-		}
-		rep.FromPrefix = prefix != nil
-		if err := results.AppendReproduction(opts.Dir, rep); err != nil {
-			return err
-		}
-		line := fmt.Sprintf("reproduced %s in %d of %d runs (%s)", t.Want, rep.Reproduced, rep.Repeat, res.Tally())
-		if opts.Follow {
-			line = fmt.Sprintf("reproduced %s in %d of the %d runs that followed the recorded course (%s); %d of %d followed it",
-				t.Want, rep.Reproduced, rep.Repeat, res.Tally(), len(res.Records), made)
-		}
-		if rep.Flaky() {
-			line += ": flaky, not a bug until it fails again"
-		}
-		fmt.Fprintln(opts.Out, line)
-		explainDifferences(opts.Out, t, res.Records)
-	} else if opts.Follow && made > 0 {
-		fmt.Fprintf(opts.Out, "none of the %d runs followed the recorded course: each left it (see each run's verdict above); nothing is recorded of how often it reproduces\n", made)
+	if m.Reproduction != nil {
+		explainDifferences(opts.Out, t, m.Result.Records)
 	}
-	if res.Interrupted {
-		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", made, opts.Repeat)
+	if m.Result.Interrupted {
+		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", m.Made, opts.Repeat)
 	}
+	res := m.Result
 	return cmdutil.Outcome{Tally: res.Tally(), Noun: "run", Missing: opts.Repeat - len(res.Records), NotRun: "not made"}.Err()
-}
-
-// keptPrefix reads the saved prefix that schedule id's recorded run restored, from its failure
-// folder in the campaign directory dir; a usage error when there is none to restore.
-func keptPrefix(t *rerun.Target, dir, id string) (*executor.Prefix, error) {
-	recorded, ok := t.Recorded()
-	if !ok || recorded.Restored == nil {
-		return nil, cmdutil.Usagef("--from-prefix restores the prefix the recorded run restored, and schedule %s's run started afresh: drop --from-prefix", id)
-	}
-	p, err := results.ReadPrefix(dir, id)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, cmdutil.Usagef("--from-prefix: %v (a failure recorded before modulo kept restored prefixes, or one beyond the budget): replay from scratch without it", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if p.Saved.Digest != recorded.Restored.Digest || p.From != recorded.Restored.From {
-		return nil, fmt.Errorf("--from-prefix: %s holds the prefix %s saved (sha256 %s), and the record says the run restored %s's (sha256 %s)",
-			p.Dir, p.From, p.Saved.Digest, recorded.Restored.From, recorded.Restored.Digest)
-	}
-	return &executor.Prefix{Dir: p.Dir, From: p.From, Saved: p.Saved, Steps: p.Steps}, nil
 }

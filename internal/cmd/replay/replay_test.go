@@ -85,6 +85,8 @@ func TestRunBadInput(t *testing.T) {
 		{"fewer tries than runs", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 3, Follow: true, Tries: 2}, "--tries 2 is fewer than the 3 runs --repeat asks to follow the course", cmdutil.ExitUsage},
 		{"nothing observed to follow", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true},
 			"--follow follows the observations of the recorded run, and schedule 0b98d909dcdb6ee8's record has none (its plugin observes nothing)", cmdutil.ExitUsage},
+		{"from a prefix the run did not restore", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, FromPrefix: true},
+			"--from-prefix restores the prefix the recorded run restored, and schedule 0b98d909dcdb6ee8's run started afresh: drop --from-prefix", cmdutil.ExitUsage},
 		{"not a campaign", Options{Dir: empty, ID: "0b98d909dcdb6ee8", Repeat: 1}, empty + ": not a campaign's results directory: no campaign.json", cmdutil.ExitUsage},
 		{"unknown ID", Options{Dir: campaign, ID: "ffffffffffffffff", Repeat: 1},
 			campaign + ": no schedule ffffffffffffffff was recorded ('modulo results " + campaign + "' lists those that did not pass)", cmdutil.ExitUsage},
@@ -124,7 +126,7 @@ func TestExplainRestoredRun(t *testing.T) {
 	}{
 		{"same verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}}, ""},
 		{"other verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}, {Verdict: oracle.Pass}},
-			"the recorded run restored its first 3 steps from the cluster that schedule e244af80baa7ba59's run saved (sha256 bca54e48); a replay runs every step from scratch\n"},
+			"the recorded run restored its first 3 steps from the cluster that schedule e244af80baa7ba59's run saved (sha256 bca54e48); a replay runs every step from scratch, unless --from-prefix restores that cluster\n"},
 	}
 	for _, tt := range tests {
 		var b strings.Builder

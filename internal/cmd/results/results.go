@@ -2,9 +2,12 @@
 package results
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -12,6 +15,8 @@ import (
 	"github.com/modulo-testing/modulo/internal/cmd/results/merge"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/config"
+	"github.com/modulo-testing/modulo/internal/words"
+	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 )
 
@@ -20,11 +25,20 @@ type Options struct {
 	Out    io.Writer
 	Dir    string // a campaign's results directory, or a directory of them
 	Format string // one of formats' names: text, json or junit
+	// Reproduce, when above 0, first replays each group's shortest schedule that many times,
+	// following its recorded course where its plugin observes one, and records how often its
+	// verdict reproduced; ErrOut says how each went.
+	Reproduce int
+	ErrOut    io.Writer
+	// Context, when set, stops the replays as Ctrl-C does when it is cancelled.
+	Context context.Context
+	cmdutil.Settings
 }
 
 // NewCmd returns the results command; runF replaces Run in tests.
 func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 	opts := &Options{Out: out}
+	var setFlags func()
 	cmd := &cobra.Command{
 		Use:   "results [DIR]",
 		Short: "Summarise a campaign: verdicts, progress, time per schedule, every non-pass",
@@ -43,6 +57,13 @@ schedules share it, how many independent runs they come from (a schedule restore
 another's saved prefix counts with that run), when it was first seen, its shortest schedule
 (replay that one first: 'modulo replay DIR ID --follow') and how often its replayed schedules
 reproduced.
+
+--reproduce K measures those rates first: for each group, it replays the group's shortest
+schedule until K runs followed the recorded course (at most 4K runs; every run counts where
+the plugin observes nothing), as 'modulo replay DIR ID --repeat K --follow' does, records the
+rate, and says on standard error how each went; then it prints the summary. It takes the
+campaign's plugin table unless --config names a file. It is a campaign of its own: minutes a
+group.
 
 A failure whose latest replay reproduced it 0 times is labelled flaky, not fail: it is not a
 bug until it fails again. An error verdict is a fault of the harness and does not count as
@@ -89,13 +110,16 @@ Formats (--format):
          that failed, then passed when run again).`,
 		Example: `  modulo results modulo-results/slr
   modulo results
-  modulo results --format junit modulo-results/slr > modulo-junit.xml`,
+  modulo results --format junit modulo-results/slr > modulo-junit.xml
+  modulo results modulo-results/qcn --reproduce 5`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = config.Default().ResultsDir
 			if len(args) == 1 {
 				opts.Dir = args[0]
 			}
+			opts.ErrOut, opts.Context = cmd.ErrOrStderr(), cmd.Context()
+			setFlags()
 			if runF != nil {
 				return runF(opts)
 			}
@@ -104,8 +128,9 @@ Formats (--format):
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", formats[0].name,
 		"print the summary as `FORMAT`: "+formatNames()+" (see Formats above)")
+	cmd.Flags().IntVar(&opts.Reproduce, "reproduce", 0, "first replay each group's shortest schedule until `K` runs followed its recorded course, and record how often it reproduced")
 	cmd.AddCommand(merge.NewCmd(out, nil))
-	cmdutil.AddPluginDirFlag(cmd)
+	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
 }
 
@@ -127,6 +152,17 @@ func Run(opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if opts.Reproduce < 0 {
+		return cmdutil.Usagef("--reproduce must be at least 1 (or 0: do not replay), got %d", opts.Reproduce)
+	}
+	if opts.Reproduce > 0 {
+		if len(dirs) != 1 {
+			return cmdutil.Usagef("--reproduce replays the groups of one campaign, and %s holds %d: name one", opts.Dir, len(dirs))
+		}
+		if err := reproduce(opts, dirs[0]); err != nil {
+			return err
+		}
+	}
 	// JSON and JUnit make one document of every campaign: all are read before any is written.
 	sums := make([]*results.Summary, len(dirs))
 	for i, dir := range dirs {
@@ -135,4 +171,45 @@ func Run(opts *Options) error {
 		}
 	}
 	return format.write(opts.Out, sums)
+}
+
+// reproduce replays the shortest schedule of each group of the campaign in dir, opts.Reproduce
+// runs each, following the recorded course where there is one.
+func reproduce(opts *Options, dir string) error {
+	ctx, stop := cmdutil.Interruptible(opts.Context)
+	defer stop()
+	errOut := cmdutil.Stderr(opts.ErrOut)
+	sum, err := results.ReadSummary(dir)
+	if err != nil {
+		return err
+	}
+	groups := sum.Groups()
+	for i, g := range groups {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted before group %d of %d", i+1, len(groups))
+		}
+		t, err := rerun.Find(dir, g.Shortest)
+		if err != nil {
+			return err
+		}
+		mopts := rerun.MeasureOptions{Repeat: opts.Reproduce}
+		if r, ok := t.Recorded(); ok && len(r.Observations) > 0 {
+			mopts.Follow = true
+		}
+		if err := t.Check(&mopts); err != nil {
+			return err
+		}
+		if err := t.Prepare(ctx, opts.ConfigFile, opts.Overrides, errOut); err != nil {
+			return err
+		}
+		t.Setup.Out = io.Discard
+		fmt.Fprintf(errOut, "group %d of %d (%d %s): replaying %s, %d %s\n", i+1, len(groups), len(g.IDs),
+			words.Plural(len(g.IDs), "schedule", "schedules"), g.Shortest, opts.Reproduce, words.Plural(opts.Reproduce, "run", "runs"))
+		m, err := t.Measure(ctx, mopts, "replay")
+		if err != nil {
+			return fmt.Errorf("group %d, schedule %s: %w", i+1, g.Shortest, err)
+		}
+		fmt.Fprintf(errOut, "  %s (runs kept in %s)\n", m.Line(t), filepath.Join(dir, m.Dir))
+	}
+	return nil
 }

@@ -100,16 +100,19 @@ func TestRunBadInput(t *testing.T) {
 	}
 	tests := []struct {
 		name, dir, want string
+		reproduce       int
 		code            int
 	}{
-		{"missing", filepath.Join(empty, "nope"), filepath.Join(empty, "nope") + ": no such directory", cmdutil.ExitUsage},
-		{"no campaign", empty, empty + ": not a campaign's results directory: no campaign.json in it or in its directories", cmdutil.ExitUsage},
-		{"bad campaign.json", notJSON, filepath.Join(notJSON, results.CampaignFile) + ": unexpected end of JSON input", cmdutil.ExitUsage},
+		{"missing", filepath.Join(empty, "nope"), filepath.Join(empty, "nope") + ": no such directory", 0, cmdutil.ExitUsage},
+		{"no campaign", empty, empty + ": not a campaign's results directory: no campaign.json in it or in its directories", 0, cmdutil.ExitUsage},
+		{"bad campaign.json", notJSON, filepath.Join(notJSON, results.CampaignFile) + ": unexpected end of JSON input", 0, cmdutil.ExitUsage},
+		{"reproduce below 0", filepath.Join(campaigns, "slr-1x3"), "--reproduce must be at least 1 (or 0: do not replay), got -1", -1, cmdutil.ExitUsage},
+		{"reproduce several campaigns", campaigns, "--reproduce replays the groups of one campaign, and " + campaigns + " holds 4: name one", 2, cmdutil.ExitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := Run(&Options{Out: &out, Dir: tt.dir})
+			err := Run(&Options{Out: &out, Dir: tt.dir, Reproduce: tt.reproduce})
 			if err == nil || err.Error() != tt.want {
 				t.Fatalf("error = %v\nwant    %s", err, tt.want)
 			}
