@@ -94,6 +94,9 @@ const (
 	HoldsUnwritten MarkKind = "holds a value never written"
 	// CannotRead: the replica could not be read.
 	CannotRead MarkKind = "cannot be read"
+	// OtherState: the replicas differ on a key no step wrote: state the plugin reads beside
+	// the writes (NATS's "@stream", the stream's counts), which follows from the writes held.
+	OtherState MarkKind = "differs in state no step wrote"
 )
 
 // Mark is one replica's part in a difference: what it holds of a key, and which step wrote
@@ -108,7 +111,12 @@ type Mark struct {
 	Written string `json:"written"`
 }
 
-func (m Mark) String() string { return fmt.Sprintf("%s of %s", m.What, m.Written) }
+func (m Mark) String() string {
+	if m.Written == "no step" {
+		return string(m.What)
+	}
+	return fmt.Sprintf("%s of %s", m.What, m.Written)
+}
 
 // divergenceMarks marks, for each key on which a group disagrees, each member whose value is
 // not the one the acknowledged writes ask for; where no write of the key was acknowledged,
@@ -141,8 +149,12 @@ func (e *Evidence) divergenceMarks(d Divergence) []Mark {
 }
 
 // keyMark says what replica i's value v of key is, against the writes: nothing for the
-// acknowledged value, or for a key absent where no write of it was acknowledged.
+// acknowledged value, or for a key absent where no write of it was acknowledged; a key that no
+// step wrote is other state.
 func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
+	if !slices.ContainsFunc(e.Writes, func(w SentWrite) bool { return w.Key == key }) {
+		return Mark{Replica: i, Key: key, What: OtherState, Written: "no step"}, true
+	}
 	acked := e.lastAcked(key)
 	if acked >= 0 {
 		if !v.Present || !e.allowed(key, acked, v.Text) {

@@ -92,9 +92,18 @@ func (r Record) syncAt(replicas map[int]bool) string {
 // start.
 const maxDetailSignature = 240
 
-// detailSignature is a detail as a signature holds it: its step as a kind (stepless), long
-// values abbreviated, Normalise'd, capped at maxDetailSignature runes.
+// lastSeen begins what an incomplete step's detail says its last probe saw ("postgres-1 to
+// serve (last seen: ... exit status 2)"): how the probe failed at that moment, which differs
+// between runs of one failure, where what was awaited does not.
+const lastSeen = " (last seen: "
+
+// detailSignature is a detail as a signature holds it: its step as a kind (stepless), without
+// what its last probe saw, long values abbreviated, Normalise'd, capped at maxDetailSignature
+// runes.
 func detailSignature(detail string) string {
+	if i := strings.Index(detail, lastSeen); i >= 0 {
+		detail = detail[:i]
+	}
 	s := []rune(Normalise(oracle.Abbreviate(stepless(detail))))
 	if len(s) > maxDetailSignature {
 		return string(s[:maxDetailSignature]) + "…"

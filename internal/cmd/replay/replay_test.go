@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +74,27 @@ func TestRunBadInput(t *testing.T) {
 	if err := os.WriteFile(sched, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A campaign whose records observed nothing, as those of a plugin that observes nothing.
+	unobserved := t.TempDir()
+	if err := os.CopyFS(unobserved, os.DirFS(campaign)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := results.ReadRecords(filepath.Join(unobserved, results.RecordsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, r := range recs {
+		r.Observations = nil
+		line, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(line))
+	}
+	if err := os.WriteFile(filepath.Join(unobserved, results.RecordsFile), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		opts Options
@@ -83,7 +105,7 @@ func TestRunBadInput(t *testing.T) {
 		{"tries without follow", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Tries: 4}, "--tries bounds the runs of --follow: add --follow, or drop --tries", cmdutil.ExitUsage},
 		{"follow and keep", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true, Keep: true}, "--keep keeps the cluster of one run: drop --follow", cmdutil.ExitUsage},
 		{"fewer tries than runs", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 3, Follow: true, Tries: 2}, "--tries 2 is fewer than the 3 runs --repeat asks to follow the course", cmdutil.ExitUsage},
-		{"nothing observed to follow", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true},
+		{"nothing observed to follow", Options{Dir: unobserved, ID: "0b98d909dcdb6ee8", Repeat: 1, Follow: true},
 			"--follow follows the observations of the recorded run, and schedule 0b98d909dcdb6ee8's record has none (its plugin observes nothing)", cmdutil.ExitUsage},
 		{"from a prefix the run did not restore", Options{Dir: campaign, ID: "0b98d909dcdb6ee8", Repeat: 1, FromPrefix: true},
 			"--from-prefix restores the prefix the recorded run restored, and schedule 0b98d909dcdb6ee8's run started afresh: drop --from-prefix", cmdutil.ExitUsage},
