@@ -21,6 +21,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// checkGolden checks got against the golden file, which go test -update rewrites first.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("got:\n%s\nwant (%s):\n%s", got, golden, want)
+	}
+}
+
 func TestWriteFailure(t *testing.T) {
 	h, all, err := schedules.ReadAll("../schedules/testdata/ssr-1x3.sched")
 	if err != nil {
@@ -74,19 +91,7 @@ func TestWriteFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", "failure-"+name)
-		if *update {
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s:\n%s\nwant (%s):\n%s", name, got, golden, want)
-		}
+		checkGolden(t, filepath.Join("testdata", "failure-"+name), got)
 	}
 	for _, name := range []string{"logs/r0/server.log", "logs/r1/server.log", "cluster/r0/appendonly.aof", "cluster/notes.txt"} {
 		if _, err := os.Stat(filepath.Join(fd, name)); err != nil {

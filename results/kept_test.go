@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,19 +57,7 @@ func TestKeptCampaigns(t *testing.T) {
 			for i, g := range s.Groups() {
 				fmt.Fprintf(&b, "group %d: %s\n  %s\n", i+1, g.Signature, strings.Join(g.IDs, " "))
 			}
-			golden := filepath.Join("testdata", "groups", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.String() != string(want) {
-				t.Errorf("groups:\n%s\nwant (%s):\n%s", b.String(), golden, want)
-			}
+			checkGolden(t, filepath.Join("testdata", "groups", name+".golden"), []byte(b.String()))
 		})
 	}
 }

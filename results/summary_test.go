@@ -103,19 +103,7 @@ func TestWriteText(t *testing.T) {
 			if err := s.WriteText(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "summary-"+name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if b.String() != string(want) {
-				t.Errorf("summary:\n%s\nwant (%s):\n%s", b.String(), golden, want)
-			}
+			checkGolden(t, filepath.Join("testdata", "summary-"+name+".golden"), b.Bytes())
 		})
 	}
 }
