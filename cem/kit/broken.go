@@ -38,21 +38,28 @@ func (p *Plugin) watchBroken(r *Replica) (func() (string, error), error) {
 			return "", err
 		}
 		from = end
-		for _, line := range lines {
-			for i, k := range kinds {
-				if strings.Contains(line, k.Text) {
-					count[i]++
-					last[i] = strings.TrimSpace(line)
-				}
-			}
-		}
-		for i, k := range kinds {
-			if count[i] >= brokenRepeats {
-				return fmt.Sprintf("%s: logged %q %d times, the last: %s", k.Kind, k.Text, count[i], last[i]), nil
-			}
-		}
-		return "", nil
+		return repeatedLine(lines, kinds, count, last), nil
 	}, nil
+}
+
+// repeatedLine counts in count, by kind, the lines of kinds among lines, and keeps the last
+// of each in last; it says which kind has been logged brokenRepeats times ("" while none has):
+// "KIND: logged TEXT N times, the last: LINE".
+func repeatedLine(lines []string, kinds []LineKind, count []int, last []string) string {
+	for _, line := range lines {
+		for i, k := range kinds {
+			if strings.Contains(line, k.Text) {
+				count[i]++
+				last[i] = strings.TrimSpace(line)
+			}
+		}
+	}
+	for i, k := range kinds {
+		if count[i] >= brokenRepeats {
+			return fmt.Sprintf("%s: logged %q %d times, the last: %s", k.Kind, k.Text, count[i], last[i])
+		}
+	}
+	return ""
 }
 
 // lineKinds are the line kinds of the system's SyncLines that keep keeps; none for a system
@@ -139,10 +146,10 @@ var (
 	lowerLevel = regexp.MustCompile(`\[(Warning|Note|Info)\]|"level":"(warn|info|debug)"`)
 )
 
-// brokenAlarm raises the alarm that replication to r is broken, as its system said (what), for
-// the step's report; no wait is made for r's link again until it changes.
-func (p *Plugin) brokenAlarm(r *Replica, what string) {
+// brokenAlarm is the alarm that replication to r is broken, as its system said (what); no
+// wait is made for r's link again until it changes.
+func (p *Plugin) brokenAlarm(r *Replica, what string) cem.Alarm {
 	r.broken = true
 	p.act(r, "replication broken: %s", what)
-	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Broken: true})
+	return cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Broken: true}
 }

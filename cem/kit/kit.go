@@ -466,7 +466,9 @@ func (c *Cluster) Divergences() int { return c.p.divergences }
 // system's own word that its replication is broken (PostgreSQL's "record with incorrect
 // prev-link": a standby that cannot follow its primary's WAL): a replica whose server logs it
 // again and again while the kit waits for it to sync will never sync, and the kit raises an
-// alarm of class broken-replication in place of waiting out the step timeout. Stuck says that
+// alarm of class broken-replication in place of waiting out the step timeout; it raises it too
+// for a running server that logged it brokenRepeats times during a step whose wait for
+// anything else ended at its deadline (a standby that never serves). Stuck says that
 // such a line, logged once, is the system's own word that the replica cannot go on without an
 // operator (Galera's "node restart required", after which its server neither exits nor
 // rejoins): a step whose wait ends at its deadline after a running server logged it ends with

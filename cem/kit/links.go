@@ -681,7 +681,7 @@ func (e *linkEngine) awaitInSyncOnce(ctx context.Context, r, src *Replica) (refu
 	if err != nil || broken == "" {
 		return refusal, err
 	}
-	e.p.brokenAlarm(r, fmt.Sprintf("%s, while it should sync with %s", broken, src.Name))
+	e.p.alarms = append(e.p.alarms, e.p.brokenAlarm(r, fmt.Sprintf("%s, while it should sync with %s", broken, src.Name)))
 	return nil, nil
 }
 

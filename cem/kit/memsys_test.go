@@ -85,6 +85,10 @@ type memSystem struct {
 		// required" and neither exits nor rejoins; with stuck_quiet it logs nothing.
 		StuckJoin  bool `toml:"stuck_join"`
 		StuckQuiet bool `toml:"stuck_quiet"`
+		// StuckBroken makes that server log brokenLine at every pass instead, as a PostgreSQL
+		// standby that cannot follow its primary's WAL logs "record with incorrect prev-link"
+		// again and again and never serves.
+		StuckBroken bool `toml:"stuck_broken"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -274,7 +278,7 @@ func (s *memSystem) rep(r *kit.Replica) *memReplica {
 		m.wasJoined = m.wasJoined || m.joined
 		m.joined = s.bootstrap == r
 		m.stuck = s.cfg.StuckJoin && m.wasJoined && !m.joined
-		if m.stuck && !s.cfg.StuckQuiet {
+		if m.stuck && !s.cfg.StuckQuiet && !s.cfg.StuckBroken {
 			logLine(r, stuckLine)
 		}
 		if m.joined {
@@ -354,7 +358,8 @@ func (s *memSystem) tick() {
 		}
 	}
 	for i, m := range s.reps {
-		if s.cfg.WrongRewind && !s.cfg.BrokenStatus && m.src != nil && m.srcEpoch == wrongEpoch && up[i] {
+		if s.cfg.WrongRewind && !s.cfg.BrokenStatus && m.src != nil && m.srcEpoch == wrongEpoch && up[i] ||
+			m.stuck && s.cfg.StuckBroken && up[i] {
 			logLine(s.c.Replicas[i], brokenLine)
 		}
 	}
@@ -1210,15 +1215,21 @@ func startQCE(t *testing.T, config string) (cem.CEM, *memSystem, error) {
 
 // TestStuck: a restarted server that says it cannot go on without an operator (stuck_join, as a
 // Galera joiner's "node restart required") and never joins ends the convergence, at its
-// deadline, with an alarm of class liveness that names the line; later steps are refused. A
-// server that says nothing of the kind, and never joins either, leaves the step incomplete.
+// deadline, with an alarm of class liveness that names the line; later steps are refused. One
+// that says again and again that its replication is broken (stuck_broken, as a PostgreSQL
+// standby that never serves) ends it with an alarm of class broken-replication. A server that
+// says nothing of the kind, and never joins either, leaves the step incomplete.
 func TestStuck(t *testing.T) {
 	for _, tt := range []struct {
 		name, config string
 		stuck        bool
+		class        oracle.Class
+		line         string
 	}{
-		{"says so", "bootstrap = true\nstuck_join = true", true},
-		{"says nothing", "bootstrap = true\nstuck_join = true\nstuck_quiet = true", false},
+		{"says so", "bootstrap = true\nstuck_join = true", true, oracle.Liveness, `RESTART-REQUIRED "` + stuckLine + `"`},
+		{"says its replication is broken", "bootstrap = true\nstuck_join = true\nstuck_broken = true", true, oracle.BrokenReplication,
+			`NOT-ITS-HISTORY: logged "` + brokenLine + `" `},
+		{"says nothing", "bootstrap = true\nstuck_join = true\nstuck_quiet = true", false, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p, _, err := startQCE(t, tt.config)
@@ -1241,11 +1252,11 @@ func TestStuck(t *testing.T) {
 				t.Fatalf("C[0,1]: %v, want the step ended by an alarm", err)
 			}
 			class, line := oracle.Alarms(rep.Alarms)
-			if class != oracle.Liveness || len(rep.Alarms) != 1 || !strings.Contains(line, `RESTART-REQUIRED "`+stuckLine+`"`) ||
+			if class != tt.class || len(rep.Alarms) != 1 || !strings.Contains(line, tt.line) ||
 				!strings.Contains(line, "the step's wait ended at its deadline") {
-				t.Errorf("alarms %v: class %s, %q; want one of class %s naming the line", rep.Alarms, class, line, oracle.Liveness)
+				t.Errorf("alarms %v: class %s, %q; want one of class %s naming the line", rep.Alarms, class, line, tt.class)
 			}
-			if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "ended with the system stuck") {
+			if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "ended with the system's word that it cannot go on") {
 				t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
 			}
 		})

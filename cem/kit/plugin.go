@@ -654,17 +654,18 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	}
 	p.step, p.actions, p.writes, p.alarms = step.Index, nil, nil, nil
 	p.steps = append(p.steps, step.Transition)
-	// Where the system names lines that say it is stuck, the step's are looked for in what each
-	// server logs from now.
+	// Where the system names lines that say it is stuck or its replication broken, the step's
+	// are looked for in what each server logs from now, should its wait end at its deadline.
 	stuckKinds := p.lineKinds(func(k LineKind) bool { return k.Stuck })
+	brokenKinds := p.lineKinds(func(k LineKind) bool { return k.Broken })
 	var logged map[int]int64
-	if len(stuckKinds) > 0 {
+	if len(stuckKinds)+len(brokenKinds) > 0 {
 		if logged, err = p.logSizes(); err != nil {
 			return cem.StepReport{}, p.errorf(what, err)
 		}
 	}
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
-	ended, how := p.stuckAlarms(err, stuckKinds, logged), "the system stuck"
+	ended, how := p.deadlineAlarms(err, stuckKinds, brokenKinds, logged), "the system's word that it cannot go on"
 	if len(ended) == 0 {
 		if alarm, ok := p.exitedAlarm(err); ok {
 			ended, how = []cem.Alarm{alarm}, "a server that exited on its own"

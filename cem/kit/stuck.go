@@ -21,13 +21,15 @@ func (p *Plugin) logSizes() (map[int]int64, error) {
 	return sizes, nil
 }
 
-// stuckAlarms says, for a step whose wait ended at its deadline (err a *cem.NotReachedError),
-// which running servers logged since from a line of kinds, those the system names as stuck
-// (LineKind.Stuck): one alarm each, naming the line and what the wait awaited. None for any
-// other end of a step, or where no such line was logged.
-func (p *Plugin) stuckAlarms(err error, kinds []LineKind, from map[int]int64) []cem.Alarm {
+// deadlineAlarms says, for a step whose wait ended at its deadline (err a *cem.NotReachedError),
+// which running servers said since from, in their logs, that the system cannot go on: a line
+// the system names as stuck (LineKind.Stuck), once, or one it names as broken replication
+// (LineKind.Broken) brokenRepeats times, wherever the wait was (a standby that never serves
+// because it cannot follow its primary). One alarm each, naming the line and what the wait
+// awaited. None for any other end of a step, or where no such line was logged.
+func (p *Plugin) deadlineAlarms(err error, stuck, broken []LineKind, from map[int]int64) []cem.Alarm {
 	var nr *cem.NotReachedError
-	if len(kinds) == 0 || !errors.As(err, &nr) {
+	if len(stuck)+len(broken) == 0 || !errors.As(err, &nr) {
 		return nil
 	}
 	var alarms []cem.Alarm
@@ -37,13 +39,20 @@ func (p *Plugin) stuckAlarms(err error, kinds []LineKind, from map[int]int64) []
 		}
 		lines, _, lerr := logLinesFrom(r, from[r.Index])
 		if lerr != nil {
-			p.act(r, "its log cannot be read for the system's word that it is stuck: %v", lerr)
+			p.act(r, "its log cannot be read for the system's word that it cannot go on: %v", lerr)
 			continue
 		}
-		if what := stuckLine(lines, kinds); what != "" {
+		if what := stuckLine(lines, stuck); what != "" {
 			what = fmt.Sprintf("%s, up, logged %s, and the step's wait ended at its deadline: %s", r.Name, what, nr.Awaited)
 			p.act(r, "stuck: %s", what)
 			alarms = append(alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Stuck: true})
+			continue
+		}
+		if r.broken {
+			continue // its alarm was raised while the kit waited for it to sync
+		}
+		if what := repeatedLine(lines, broken, make([]int, len(broken)), make([]string, len(broken))); what != "" {
+			alarms = append(alarms, p.brokenAlarm(r, fmt.Sprintf("%s, and the step's wait ended at its deadline: %s", what, nr.Awaited)))
 		}
 	}
 	return alarms
