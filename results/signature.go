@@ -104,7 +104,7 @@ func detailSignature(detail string) string {
 	if i := strings.Index(detail, lastSeen); i >= 0 {
 		detail = detail[:i]
 	}
-	s := []rune(Normalise(oracle.Abbreviate(stepless(detail))))
+	s := []rune(compactLines(Normalise(oracle.Abbreviate(stepless(detail)))))
 	if len(s) > maxDetailSignature {
 		return string(s[:maxDetailSignature]) + "…"
 	}
@@ -137,6 +137,9 @@ var normalisers = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	// A log line's time, and the process ID a log prefix puts in brackets, say nothing of
+	// what went wrong and take room; a date alone stays (as numbers).
+	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}([.,]\d+)?( ?(UTC|Z|[+-]\d{2}:?\d{2}))? *(\[\d+\] *)?`), ""},
 	{regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "UUID"},
 	{regexp.MustCompile(`\b[0-9a-f]{16}\b`), "ID"}, // schedule IDs, in values and paths
 	{regexp.MustCompile(`\b\d{1,3}(\.\d{1,3}){3}(:\d+)?\b`), "ADDR"},
@@ -146,13 +149,32 @@ var normalisers = []struct {
 }
 
 // Normalise takes out of a line what differs between runs of one failure: UUIDs, schedule IDs,
-// addresses, numbers (and hexadecimal numbers), and the directories of paths, keeping the
-// words a person recognises: "mariadb-N exited on its own (exit status N) during step N".
+// addresses, numbers (and hexadecimal numbers), the directories of paths, and the time and
+// process ID of a log line, keeping the words a person recognises: "mariadb-N exited on its
+// own (exit status N) during step N".
 func Normalise(line string) string {
 	for _, n := range normalisers {
 		line = n.re.ReplaceAllString(line, n.with)
 	}
 	return line
+}
+
+// logJoin separates the log lines a detail quotes (kit.ErrorLines, joined).
+const logJoin = " | "
+
+// compactLines drops from a detail each quoted log line that repeats the one before it: a
+// server that refused three clients while it started logs one line three times, which would
+// crowd out the line that says why it exited.
+func compactLines(detail string) string {
+	var kept []string
+	for _, part := range strings.Split(detail, logJoin) {
+		// The first line quoted follows the detail's own words: it ends the first part.
+		if len(kept) > 0 && strings.HasSuffix(kept[len(kept)-1], part) {
+			continue
+		}
+		kept = append(kept, part)
+	}
+	return strings.Join(kept, logJoin)
 }
 
 // Group is the non-passes of a campaign that share a signature: most likely one bug.
