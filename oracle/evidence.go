@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/modulo-testing/modulo/aem"
 	"github.com/modulo-testing/modulo/cem"
@@ -149,11 +150,10 @@ func (e *Evidence) divergenceMarks(d Divergence) []Mark {
 }
 
 // keyMark says what replica i's value v of key is, against the writes: nothing for the
-// acknowledged value, or for a key absent where no write of it was acknowledged; a key that no
-// step wrote is other state.
+// acknowledged value; a key that no step wrote is a part of a write, or other state.
 func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
 	if !slices.ContainsFunc(e.Writes, func(w SentWrite) bool { return w.Key == key }) {
-		return Mark{Replica: i, Key: key, What: OtherState, Written: "no step"}, true
+		return e.partMark(i, key, v)
 	}
 	acked := e.lastAcked(key)
 	if acked >= 0 {
@@ -165,12 +165,37 @@ func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
 		}
 	}
 	if !v.Present {
+		// Lacking a write never acknowledged is no fault: the replica that holds it is marked.
 		return Mark{}, false
 	}
 	if w := e.writeOf(key, v.Text); w >= 0 {
 		return Mark{Replica: i, Key: key, What: HoldsUnacked, Written: e.written(e.Writes[w].Step)}, true
 	}
 	return Mark{Replica: i, Key: key, What: HoldsUnwritten, Written: "no step"}, true
+}
+
+// partMark says what replica i's value v of key is where no step wrote key itself: a part of
+// a write that a system stores under several keys, "<write's key>.<n>" (the Redis plugin's
+// paper preset writes ten keys a write), which it holds or lacks as the write; else other
+// state.
+func (e *Evidence) partMark(i int, key string, v Value) (Mark, bool) {
+	w := -1
+	for j := len(e.Writes) - 1; j >= 0 && w < 0; j-- {
+		if strings.HasPrefix(key, e.Writes[j].Key+".") {
+			w = j
+		}
+	}
+	switch {
+	case w < 0:
+		return Mark{Replica: i, Key: key, What: OtherState, Written: "no step"}, true
+	case !v.Present && e.Writes[w].Acked:
+		return Mark{Replica: i, Key: key, What: LacksAcked, Written: e.written(e.Writes[w].Step)}, true
+	case !v.Present || e.Writes[w].Acked:
+		// As for a key of its own: lacking a write never acknowledged is no fault, and a part
+		// of an acknowledged write is its to hold.
+		return Mark{}, false
+	}
+	return Mark{Replica: i, Key: key, What: HoldsUnacked, Written: e.written(e.Writes[w].Step)}, true
 }
 
 // lostMark says what replica i holds in place of key's acknowledged write.
