@@ -24,6 +24,14 @@ type MeasureOptions struct {
 	// FromPrefix restores, in each run, the saved prefix the recorded run restored (its
 	// failure folder keeps it), where a run otherwise makes every step from scratch.
 	FromPrefix bool
+	// Start names the directory the runs are kept in (RunsDir); zero for now.
+	Start time.Time
+}
+
+// RunsDir is where the runs of a measurement started at start are kept, relative to the
+// campaign's directory.
+func (t *Target) RunsDir(start time.Time) string {
+	return filepath.Join(results.ReplaysDir, t.Schedule.ID, start.UTC().Format(results.Stamp))
 }
 
 // OptionError says that options cannot apply to a target: the user's to fix.
@@ -31,7 +39,9 @@ type OptionError struct{ msg string }
 
 func (e *OptionError) Error() string { return e.msg }
 
-func optionErrorf(format string, args ...any) error { return &OptionError{fmt.Sprintf(format, args...)} }
+func optionErrorf(format string, args ...any) error {
+	return &OptionError{fmt.Sprintf(format, args...)}
+}
 
 // Measured is what a measurement found.
 type Measured struct {
@@ -87,8 +97,11 @@ func (t *Target) Measure(ctx context.Context, o MeasureOptions, by string) (Meas
 		}
 		m.Prefix = p
 	}
-	start := time.Now()
-	m.Dir = filepath.Join(results.ReplaysDir, t.Schedule.ID, start.UTC().Format(results.Stamp))
+	start := o.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	m.Dir = t.RunsDir(start)
 	ropts := Options{Repeat: o.Repeat, Dir: filepath.Join(t.Summary.Dir, m.Dir), Prefix: m.Prefix}
 	if o.Follow {
 		recorded, _ := t.Recorded()

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -205,7 +206,8 @@ func Run(opts *Options) error {
 	if opts.Keep {
 		t.Setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
 	}
-	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s/<time>\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, results.ReplaysDir, opts.ID))
+	mopts.Start = time.Now()
+	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, t.RunsDir(mopts.Start)))
 	t.Describe(opts.Out)
 	if opts.FromPrefix {
 		rs := t.Summary.Latest[slices.IndexFunc(t.Summary.Latest, func(r results.Record) bool { return r.ID == opts.ID })].Restored
