@@ -36,8 +36,9 @@ const (
 	Unrecoverable Class = "unrecoverable"
 	// Liveness: the cluster never reached the state a step needed, and a replica's server,
 	// up, said during the step that it cannot go on without an operator (Galera's "node
-	// restart required"): the system's own liveness failure, where without that word the
-	// schedule would be incomplete.
+	// restart required"), or every online server, up, answered at the deadline that the
+	// system has no leader (NATS): the system's own liveness failure, where without that word
+	// the schedule would be incomplete.
 	Liveness Class = "liveness"
 )
 

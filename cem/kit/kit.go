@@ -284,6 +284,17 @@ type SyncLogger interface {
 	SyncLines() []LineKind
 }
 
+// Staller is implemented by a system that can say, from its servers' own answers, that it is
+// making no progress: a quorum system whose servers all name no leader (NATS's /jsz). The kit
+// asks it only when a step's wait has ended at its deadline with every online replica's server
+// up; a non-empty answer, the system's own words, ends the step with an alarm of class
+// liveness rather than as incomplete. The deadline (the step timeout, 60 s for NATS) spans
+// many election timeouts: a leaderless group then is stuck, not slow. Answer "" where the
+// answers say anything else, or cannot be had.
+type Staller interface {
+	Stalled(ctx context.Context, c *Cluster, online []*Replica) (string, error)
+}
+
 // SelfChecker is implemented by a system with a consistency check of its own (ZooKeeper
 // digests its data tree). The kit calls SelfCheck on every online replica after every
 // convergence; a non-empty problem is an alarm, which fails the schedule.

@@ -89,6 +89,10 @@ type memSystem struct {
 		// standby that cannot follow its primary's WAL logs "record with incorrect prev-link"
 		// again and again and never serves.
 		StuckBroken bool `toml:"stuck_broken"`
+		// SaysStalled makes the system answer, when the kit asks at a step's deadline, that it
+		// has no leader (kit.Staller), as NATS's servers name none for a group stuck in its
+		// elections.
+		SaysStalled bool `toml:"says_stalled"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -383,6 +387,20 @@ func logLine(r *kit.Replica, line string) {
 	defer f.Close()
 	fmt.Fprintln(f, line)
 }
+
+// Stalled says the system has no leader, with says_stalled, while a restarted server never
+// joins (stuck_join).
+func (s *memSystem) Stalled(_ context.Context, _ *kit.Cluster, online []*kit.Replica) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.cfg.SaysStalled || !slices.ContainsFunc(online, func(r *kit.Replica) bool { return s.reps[r.Index].stuck }) {
+		return "", nil
+	}
+	return stalledWords, nil
+}
+
+// stalledWords is what the system answers with says_stalled.
+const stalledWords = "memsys: no leader"
 
 // SyncLines names the line a follower that cannot replicate logs (wrong_rewind), and the one a
 // server that will never join logs (stuck_join).
@@ -1217,8 +1235,10 @@ func startQCE(t *testing.T, config string) (cem.CEM, *memSystem, error) {
 // Galera joiner's "node restart required") and never joins ends the convergence, at its
 // deadline, with an alarm of class liveness that names the line; later steps are refused. One
 // that says again and again that its replication is broken (stuck_broken, as a PostgreSQL
-// standby that never serves) ends it with an alarm of class broken-replication. A server that
-// says nothing of the kind, and never joins either, leaves the step incomplete.
+// standby that never serves) ends it with an alarm of class broken-replication. A system that
+// answers, asked at the deadline, that it has no leader (kit.Staller) ends it with an alarm of
+// class liveness. A server that says nothing of the kind, and never joins either, leaves the
+// step incomplete.
 func TestStuck(t *testing.T) {
 	for _, tt := range []struct {
 		name, config string
@@ -1229,6 +1249,8 @@ func TestStuck(t *testing.T) {
 		{"says so", "bootstrap = true\nstuck_join = true", true, oracle.Liveness, `RESTART-REQUIRED "` + stuckLine + `"`},
 		{"says its replication is broken", "bootstrap = true\nstuck_join = true\nstuck_broken = true", true, oracle.BrokenReplication,
 			`NOT-ITS-HISTORY: logged "` + brokenLine + `" `},
+		{"answers that it has no leader", "bootstrap = true\nstuck_join = true\nstuck_quiet = true\nsays_stalled = true", true, oracle.Liveness,
+			"every online server up, " + stalledWords},
 		{"says nothing", "bootstrap = true\nstuck_join = true\nstuck_quiet = true", false, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -665,7 +665,7 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		}
 	}
 	err = p.apply(ctx, &own, &next) // the model's own transition, with what the text leaves implicit
-	ended, how := p.deadlineAlarms(err, stuckKinds, brokenKinds, logged), "the system's word that it cannot go on"
+	ended, how := p.deadlineAlarms(err, &next, stuckKinds, brokenKinds, logged), "the system's word that it cannot go on"
 	if len(ended) == 0 {
 		if alarm, ok := p.exitedAlarm(err); ok {
 			ended, how = []cem.Alarm{alarm}, "a server that exited on its own"

@@ -319,6 +319,26 @@ func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (
 	return true, "", nil
 }
 
+// Stalled (kit.Staller), asked when a step's wait ended at its deadline with every online
+// server up: every one of them answers that the meta group has no leader, or that the stream,
+// which each hosts, has none. nats-server 2.9 elects within 9 s; a wait of the step timeout
+// (60 s given) without a leader is its own liveness failure (2.9.10 can leave a group without
+// one for good: the server whose log is up to date never campaigns while it refuses votes,
+// nats-server 5fe8be82d, fixed in 2.11.0).
+func (s *system) Stalled(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (string, error) {
+	vs, _ := views(ctx, online)
+	if vs == nil {
+		return "", nil
+	}
+	if !slices.ContainsFunc(vs, func(v view) bool { return v.meta != "" }) {
+		return fmt.Sprintf("each of the %d servers' /jsz names no meta leader", len(vs)), nil
+	}
+	if !slices.ContainsFunc(vs, func(v view) bool { return v.stream == nil || v.stream.leader() != "" }) {
+		return fmt.Sprintf("each of the %d servers hosts stream %s and its /jsz names no leader of it", len(vs), streamName), nil
+	}
+	return "", nil
+}
+
 // Leader is the server that every online server follows as the stream's leader.
 func (s *system) Leader(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (*kit.Replica, string, error) {
 	vs, seen := views(ctx, online)
