@@ -142,7 +142,7 @@ func Run(ctx context.Context, setup Setup, h schedules.Header, s schedules.Sched
 		if err != nil {
 			return nil, err
 		}
-		return &shown{Plugin: p, w: out, namespaces: setup.Info.Capabilities.InNamespaces()}, nil
+		return show(p, out, setup.Info.Capabilities.InNamespaces()), nil
 	}
 	tries, follow := opts.Repeat, (func(int, []cem.Observation) string)(nil)
 	if opts.Course != nil {
@@ -265,6 +265,38 @@ func (p *shown) Read(ctx context.Context) (cem.Snapshot, error) {
 	snap, err := p.Plugin.Read(ctx)
 	p.done(t, err)
 	return snap, err
+}
+
+// show wraps p so that it shows what it does on w: a shownRestorer where p restores saved
+// prefixes, else a shown.
+func show(p executor.Plugin, w io.Writer, namespaces bool) executor.Plugin {
+	sp := &shown{Plugin: p, w: w, namespaces: namespaces}
+	if r, ok := p.(cem.Restorer); ok {
+		return shownRestorer{shown: sp, r: r}
+	}
+	return sp
+}
+
+// shownRestorer is a shown plugin that restores saved prefixes too (replay --from-prefix):
+// the executor restores only through a plugin that is a cem.Restorer.
+type shownRestorer struct {
+	*shown
+	r cem.Restorer
+}
+
+func (p shownRestorer) Save(ctx context.Context, dir string) (cem.Saved, error) {
+	return p.r.Save(ctx, dir)
+}
+
+func (p shownRestorer) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, steps []string) (cem.Restored, error) {
+	fmt.Fprintf(p.w, "  restore %d replicas in %s from the cluster saved after step %d in %s\n", spec.Replicas, spec.Dir, len(steps), dir)
+	t := time.Now()
+	res, err := p.r.Restore(ctx, spec, dir, steps)
+	for _, a := range res.Actions {
+		fmt.Fprintf(p.w, "    %s\n", results.FormatAction(a, actionTime))
+	}
+	p.done(t, err)
+	return res, err
 }
 
 func (p *shown) done(start time.Time, err error) {

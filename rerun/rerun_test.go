@@ -2,12 +2,14 @@ package rerun
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
 )
@@ -67,5 +69,34 @@ func TestCourse(t *testing.T) {
 	on := r.OnCourse()
 	if len(on.Records) != 2 || on.Count("fail") != 1 || on.Count("incomplete") != 0 || len(r.Records) != 3 {
 		t.Errorf("on course %d, fail %d, incomplete %d, all %d; want 2, 1, 0, 3", len(on.Records), on.Count("fail"), on.Count("incomplete"), len(r.Records))
+	}
+}
+
+// plainPlugin is a plugin that does nothing, and restorer one that restores too: what show
+// wraps, calls to neither are made.
+type plainPlugin struct{ executor.Plugin }
+
+type restorer struct {
+	plainPlugin
+	cem.Restorer
+}
+
+// TestShowKeepsRestorer: the plugin replay shows keeps restoring saved prefixes where the
+// plugin can (replay --from-prefix restores through a cem.Restorer), and gains nothing where it
+// cannot.
+func TestShowKeepsRestorer(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		p        executor.Plugin
+		restores bool
+	}{
+		{"restores", restorer{}, true},
+		{"does not", plainPlugin{}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := show(tt.p, io.Discard, true).(cem.Restorer); ok != tt.restores {
+				t.Errorf("shown plugin restores: %v, want %v", ok, tt.restores)
+			}
+		})
 	}
 }

@@ -67,9 +67,12 @@ func (r Reproduction) Course() string {
 	return fmt.Sprintf("%d of %d followed the recorded course", r.Repeat, r.Made)
 }
 
-// Flaky tells that a non-pass verdict reproduced in none of at least one run: not a bug
-// until it shows again.
-func (r Reproduction) Flaky() bool { return r.Want != oracle.Pass && r.Repeat > 0 && r.Reproduced == 0 }
+// Flaky tells that a non-pass verdict reproduced in none of at least one run that reached a
+// verdict of the system's: not a bug until it shows again. Runs that all ended in an error (a
+// fault of the harness or the machine) say nothing of the system.
+func (r Reproduction) Flaky() bool {
+	return r.Want != oracle.Pass && r.Repeat > r.Verdicts[oracle.Error] && r.Reproduced == 0
+}
 
 // AppendReproduction appends r to the reproductions of the campaign in dir: one write of one
 // line to a file opened for appending, then fsync, so that concurrent replays do not mix

@@ -107,3 +107,25 @@ func TestGroups(t *testing.T) {
 		t.Errorf("the incomplete's group: %+v", g)
 	}
 }
+
+// TestReproductionFlaky: a non-pass that reproduced in none of its runs is flaky, unless every
+// run ended in an error, which says nothing of the system.
+func TestReproductionFlaky(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		r    Reproduction
+		want bool
+	}{
+		{"reproduced", Reproduction{Want: oracle.Fail, Repeat: 3, Reproduced: 1, Verdicts: map[oracle.Verdict]int{oracle.Fail: 1, oracle.Pass: 2}}, false},
+		{"passed every time", Reproduction{Want: oracle.Fail, Repeat: 2, Verdicts: map[oracle.Verdict]int{oracle.Pass: 2}}, true},
+		{"an error and a pass", Reproduction{Want: oracle.Fail, Repeat: 2, Verdicts: map[oracle.Verdict]int{oracle.Error: 1, oracle.Pass: 1}}, true},
+		{"errors alone", Reproduction{Want: oracle.Fail, Repeat: 3, Verdicts: map[oracle.Verdict]int{oracle.Error: 3}}, false},
+		{"a pass replayed", Reproduction{Want: oracle.Pass, Repeat: 1, Verdicts: map[oracle.Verdict]int{oracle.Fail: 1}}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.Flaky(); got != tt.want {
+				t.Errorf("Flaky = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
