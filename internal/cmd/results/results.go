@@ -66,7 +66,7 @@ campaign's plugin table unless --config names a file. It is a campaign of its ow
 group.
 
 A failure whose latest replay reproduced it 0 times is labelled flaky, not fail: it is not a
-bug until it fails again. An error verdict is a fault of the harness and does not count as
+bug until it fails again (unless every run of that replay ended in an error). An error verdict is a fault of the harness and does not count as
 done: the next 'modulo run' retries it.
 
 DIR defaults to ` + config.Default().ResultsDir + `; a directory holding several campaigns' directories
