@@ -74,18 +74,39 @@ func (r Result) OnCourse() Result {
 	return r
 }
 
+// courseFields are the observations that make a run's course: each replica's role, its
+// position in the log, how it resynced, and whether a partition cut it off. A term, and a
+// plugin's own fields (which server leads NATS's meta group, a Raft log's last index), differ
+// between runs of one course: they count elections, not what the cluster did.
+var courseFields = []string{cem.ObserveRole, cem.ObservePosition, cem.ObserveSync, cem.ObserveNetwork}
+
 // course returns executor.Campaign.Follow for the recorded observations obs: after step i,
-// the first of them that the run's differ from, or "" when the run is still on course (or the
-// recorded run observed nothing after that step).
+// the first of them (of courseFields) that the run's differ from, or "" when the run is still
+// on course (or the recorded run observed nothing after that step).
 func course(obs []results.StepObservations) func(int, []cem.Observation) string {
 	return func(i int, got []cem.Observation) string {
 		for _, so := range obs {
 			if so.Step == i {
-				return results.FirstDifference([]results.StepObservations{so}, []results.StepObservations{{Step: i, Replicas: got}}, "the recorded run", "this run")
+				return results.FirstDifference(onCourse(so), onCourse(results.StepObservations{Step: i, Replicas: got}), "the recorded run", "this run")
 			}
 		}
 		return ""
 	}
+}
+
+// onCourse keeps of a step's observations the courseFields.
+func onCourse(so results.StepObservations) []results.StepObservations {
+	out := results.StepObservations{Step: so.Step}
+	for _, o := range so.Replicas {
+		kept := cem.Observation{Replica: o.Replica, Fields: map[string]string{}}
+		for _, f := range courseFields {
+			if v, ok := o.Fields[f]; ok {
+				kept.Fields[f] = v
+			}
+		}
+		out.Replicas = append(out.Replicas, kept)
+	}
+	return []results.StepObservations{out}
 }
 
 // Count counts the runs whose verdict is v.

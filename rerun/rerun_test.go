@@ -43,8 +43,9 @@ func TestRunRefuses(t *testing.T) {
 	}
 }
 
-// TestCourse: a run is on the recorded course after a step while its observations equal the
-// recorded ones for that step; a step the recorded run observed nothing after keeps it on.
+// TestCourse: a run is on the recorded course after a step while its observations of the
+// course's fields equal the recorded ones for that step (a term or a plugin's own field may
+// differ); a step the recorded run observed nothing after keeps it on.
 func TestCourse(t *testing.T) {
 	recorded := []results.StepObservations{{Step: 1, Replicas: []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST"}}}}}
 	follow := course(recorded)
@@ -58,6 +59,8 @@ func TestCourse(t *testing.T) {
 		{"another sync", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST,IST"}}}, true},
 		{"a replica more", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST"}}, {Replica: 1, Fields: map[string]string{"sync": "IST"}}}, true},
 		{"a step not observed then", 0, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "FULL"}}}, false},
+		{"another term and a plugin's own field", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST", "epoch": "7", "meta": "nats-2"}}}, false},
+		{"another role", 1, []cem.Observation{{Replica: 0, Fields: map[string]string{"sync": "SST", "role": "leader"}}}, true},
 	}
 	for _, tt := range tests {
 		d := follow(tt.step, tt.got)

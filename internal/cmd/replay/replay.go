@@ -65,8 +65,8 @@ reproduced 0 times flaky rather than a bug. Every run keeps its own results (act
 replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
 
 --follow keeps only the runs that take the recorded course: a run whose observations after a
-step (each replica's role, position, how it resynced...) differ from the recorded run's is
-abandoned there, and runs are made until --repeat of them followed the course to a verdict, or
+step (each replica's role, position, how it resynced, whether it was cut off; not terms or a
+plugin's own fields, which count elections) differ from the recorded run's is abandoned there, and runs are made until --repeat of them followed the course to a verdict, or
 --tries runs were made (default: 4 times --repeat). It reports how often the failure reproduces
 when the cluster does what it did: "failed in 4 of the 5 runs that followed the recorded
 course; 5 of 20 followed it". A failure whose course is a race (a state transfer or not, a
