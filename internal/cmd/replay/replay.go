@@ -143,14 +143,16 @@ func hold(ctx context.Context, out io.Writer, k executor.Kept) {
 
 // explainDifferences prints, for every run whose verdict differs from the recorded one, the
 // first observation in which it differs from the recorded run: why the verdict changed. When
-// the recorded run restored a shared prefix, it says so: a replay runs from scratch.
+// the recorded run restored a shared prefix and the runs did not (--from-prefix), it says so:
+// they ran from scratch.
 func explainDifferences(out io.Writer, t *rerun.Target, recs []results.Record) {
 	recorded, ok := t.Recorded()
 	if !ok {
 		return
 	}
 	differ := slices.ContainsFunc(recs, func(r results.Record) bool { return r.Verdict != recorded.Verdict || r.Class != recorded.Class })
-	if rs := recorded.Restored; differ && rs != nil {
+	restoredToo := slices.ContainsFunc(recs, func(r results.Record) bool { return r.Restored != nil }) // --from-prefix
+	if rs := recorded.Restored; differ && rs != nil && !restoredToo {
 		fmt.Fprintf(out, "the recorded run restored its first %d steps from the cluster that schedule %s's run saved (sha256 %s); a replay runs every step from scratch, unless --from-prefix restores that cluster\n",
 			rs.Steps, rs.From, rs.Digest)
 	}

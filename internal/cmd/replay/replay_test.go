@@ -136,7 +136,8 @@ func TestRunBadInput(t *testing.T) {
 }
 
 // TestExplainRestoredRun: a replay whose verdict differs from a run that restored a shared
-// prefix says that the recorded run restored it and that the replay ran every step.
+// prefix says that the recorded run restored it and that the replay ran every step, unless the
+// replay restored it too.
 func TestExplainRestoredRun(t *testing.T) {
 	recorded := results.Record{ID: "9f04dcda77776788", Verdict: oracle.Fail, Class: oracle.Diverged,
 		Restored: &results.Restored{Steps: 3, From: "e244af80baa7ba59", Digest: "bca54e48"}}
@@ -149,6 +150,7 @@ func TestExplainRestoredRun(t *testing.T) {
 		{"same verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}}, ""},
 		{"other verdict", []results.Record{{Verdict: oracle.Fail, Class: oracle.Diverged}, {Verdict: oracle.Pass}},
 			"the recorded run restored its first 3 steps from the cluster that schedule e244af80baa7ba59's run saved (sha256 bca54e48); a replay runs every step from scratch, unless --from-prefix restores that cluster\n"},
+		{"other verdict, restored too (--from-prefix)", []results.Record{{Verdict: oracle.Pass, Restored: recorded.Restored}}, ""},
 	}
 	for _, tt := range tests {
 		var b strings.Builder
