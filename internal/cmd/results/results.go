@@ -60,7 +60,8 @@ reproduced.
 
 --reproduce K measures those rates first: for each group, it replays the group's shortest
 schedule until K runs followed the recorded course (at most 4K runs; every run counts where
-the plugin observes nothing), as 'modulo replay DIR ID --repeat K --follow' does, records the
+the plugin observes nothing), from the saved prefix its run restored where its failure
+folder keeps one (replay --from-prefix), as 'modulo replay DIR ID --repeat K --follow' does, records the
 rate, and says on standard error how each went; then it prints the summary. It takes the
 campaign's plugin table unless --config names a file. It is a campaign of its own: minutes a
 group.
@@ -193,8 +194,12 @@ func reproduce(opts *Options, dir string) error {
 			return err
 		}
 		mopts := rerun.MeasureOptions{Repeat: opts.Reproduce}
-		if r, ok := t.Recorded(); ok && len(r.Observations) > 0 {
-			mopts.Follow = true
+		r, _ := t.Recorded()
+		mopts.Follow = len(r.Observations) > 0
+		// A schedule whose run restored a prefix is replayed from it where its folder keeps it:
+		// from scratch, the prefix's runs take other courses.
+		if _, err := results.ReadPrefix(dir, g.Shortest); r.Restored != nil && err == nil {
+			mopts.FromPrefix = true
 		}
 		if err := t.Check(&mopts); err != nil {
 			return err
@@ -203,8 +208,12 @@ func reproduce(opts *Options, dir string) error {
 			return err
 		}
 		t.Setup.Out = io.Discard
-		fmt.Fprintf(errOut, "group %d of %d (%d %s): replaying %s, %d %s\n", i+1, len(groups), len(g.IDs),
-			words.Plural(len(g.IDs), "schedule", "schedules"), g.Shortest, opts.Reproduce, words.Plural(opts.Reproduce, "run", "runs"))
+		from := ""
+		if mopts.FromPrefix {
+			from = fmt.Sprintf(", each from the prefix it restored (%s's, kept in its folder)", r.Restored.From)
+		}
+		fmt.Fprintf(errOut, "group %d of %d (%d %s): replaying %s, %d %s%s\n", i+1, len(groups), len(g.IDs),
+			words.Plural(len(g.IDs), "schedule", "schedules"), g.Shortest, opts.Reproduce, words.Plural(opts.Reproduce, "run", "runs"), from)
 		m, err := t.Measure(ctx, mopts, "replay")
 		if err != nil {
 			return fmt.Errorf("group %d, schedule %s: %w", i+1, g.Shortest, err)
