@@ -193,10 +193,10 @@ type Group struct {
 	Shortest      string
 	ShortestSteps int
 	// Replayed counts the schedules replayed; Reproduced and Repeat sum their latest
-	// reproductions' counts, Followed and Made those of the replays that followed the
-	// recorded course.
+	// reproductions' counts; Followed and Made sum, over the replays that followed the recorded
+	// course, the runs that followed it and the runs made.
 	Replayed, Reproduced, Repeat int
-	Made                         int
+	Followed, Made               int
 }
 
 // Rate says how often the group's failure reproduced where measured: "4 of 5 runs (2
@@ -207,7 +207,7 @@ func (g Group) Rate() string {
 	}
 	s := fmt.Sprintf("%d of %d runs (%d %s replayed", g.Reproduced, g.Repeat, g.Replayed, words.Plural(g.Replayed, "schedule", "schedules"))
 	if g.Made > 0 {
-		s += fmt.Sprintf("; %d of %d runs followed the recorded course", g.Repeat, g.Made)
+		s += fmt.Sprintf("; %d of %d runs followed the recorded course", g.Followed, g.Made)
 	}
 	return s + ")"
 }
@@ -253,7 +253,10 @@ func (s *Summary) Groups() []Group {
 			g.Replayed++
 			g.Reproduced += rep.Reproduced
 			g.Repeat += rep.Repeat
-			g.Made += rep.Made
+			if rep.Made > 0 {
+				g.Followed += rep.Repeat
+				g.Made += rep.Made
+			}
 		}
 	}
 	out := make([]Group, len(groups))

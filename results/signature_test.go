@@ -66,7 +66,8 @@ func TestSignature(t *testing.T) {
 
 // TestGroups: schedules group by signature, the largest group first; a schedule restored from
 // another's saved prefix counts as that run, through a chain of restores; the shortest is the
-// fewest steps; replays sum.
+// fewest steps; replays sum, the runs that followed a course apart from those of replays
+// that followed none.
 func TestGroups(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
 	lost := []oracle.Mark{{Replica: 1, Key: "k1.1", What: oracle.LacksAcked, Written: "the last divergence"}}
@@ -91,6 +92,7 @@ func TestGroups(t *testing.T) {
 		rec("f", oracle.Fail, 5, 2, ""),
 	}, Reproductions: map[string]Reproduction{
 		"b": {ID: "b", By: "replay", Repeat: 5, Reproduced: 4, Made: 20},
+		"d": {ID: "d", By: "replay", Repeat: 3, Reproduced: 3},
 		"f": {ID: "f", By: "shrink", Repeat: 3, Reproduced: 3},
 	}}
 	got := s.Groups()
@@ -99,7 +101,7 @@ func TestGroups(t *testing.T) {
 	}
 	g := got[0]
 	if !slices.Equal(g.IDs, []string{"b", "d", "e", "f"}) || g.Runs != 2 || !g.First.Equal(t0.Add(2*time.Minute)) ||
-		g.Shortest != "d" || g.ShortestSteps != 3 || g.Rate() != "4 of 5 runs (1 schedule replayed; 5 of 20 runs followed the recorded course)" {
+		g.Shortest != "d" || g.ShortestSteps != 3 || g.Rate() != "7 of 8 runs (2 schedules replayed; 5 of 20 runs followed the recorded course)" {
 		t.Errorf("the fails' group: %+v, rate %q", g, g.Rate())
 	}
 	if g := got[1]; !slices.Equal(g.IDs, []string{"a"}) || g.Runs != 1 || g.Rate() != "-" ||

@@ -104,6 +104,7 @@ type (
 		Replayed      int       `json:"replayed"`
 		Reproduced    int       `json:"reproduced"`
 		Repeat        int       `json:"runs_replayed"`
+		Followed      int       `json:"runs_followed"`
 		Made          int       `json:"runs_made"`
 	}
 )
@@ -133,7 +134,7 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			e.Groups = append(e.Groups, jsonGroup{
 				Signature: g.Signature, Schedules: g.IDs, Runs: g.Runs, FirstSeen: g.First,
 				Shortest: g.Shortest, ShortestSteps: g.ShortestSteps,
-				Replayed: g.Replayed, Reproduced: g.Reproduced, Repeat: g.Repeat, Made: g.Made,
+				Replayed: g.Replayed, Reproduced: g.Reproduced, Repeat: g.Repeat, Followed: g.Followed, Made: g.Made,
 			})
 			for _, id := range g.IDs {
 				groupOf[id] = k + 1

@@ -195,6 +195,7 @@ type (
 		Replayed      int      `json:"replayed"`
 		Reproduced    int      `json:"reproduced"`
 		Repeat        int      `json:"runs_replayed"`
+		Followed      int      `json:"runs_followed"`
 		Made          int      `json:"runs_made"`
 	}
 	recordJSON struct {
@@ -241,7 +242,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "failed_by_class", "not_passed_by_kind"},
 		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir", "signature", "group"},
 		"groups": {"signature", "schedules", "independent_runs", "first_seen", "shortest", "shortest_steps",
-			"replayed", "reproduced", "runs_replayed", "runs_made"},
+			"replayed", "reproduced", "runs_replayed", "runs_followed", "runs_made"},
 	}
 	objects := map[string][]map[string]any{
 		"campaign":   {raw.Campaigns[0].Campaign},

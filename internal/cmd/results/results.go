@@ -85,8 +85,9 @@ Formats (--format):
             groups      the non-passes by signature, the largest first: signature,
                        schedules (their IDs), independent_runs, first_seen, shortest,
                        shortest_steps, replayed (schedules replayed), reproduced and
-                       runs_replayed (summed over their latest replays), runs_made (with
-                       --follow, the runs made, those that left the recorded course too)
+                       runs_replayed (summed over their latest replays), runs_followed and
+                       runs_made (over the replays with --follow: the runs that followed
+                       the recorded course, and every run made)
            summary     total (the campaign's schedules), done (those with a verdict that
                        holds), pass, fail, flaky, incomplete and error (the schedules with
                        a verdict by label, as the text counts them), failed_by_class
