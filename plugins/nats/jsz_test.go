@@ -52,3 +52,36 @@ func TestLeading(t *testing.T) {
 		})
 	}
 }
+
+// TestStalled: the plugin says NATS is stalled when every server names no meta leader, or every
+// one hosts the stream and names no leader of it (the last seen of qcn's eba368f64473c4f5 on
+// 2.9.10: `the stream's leader is "", not one of the online servers`); not where any names one,
+// hosts none, or did not answer.
+func TestStalled(t *testing.T) {
+	stream := func(leader string) *streamDetail {
+		var sd streamDetail
+		if err := json.Unmarshal([]byte(`{"name":"modulo","cluster":{"leader":"`+leader+`"}}`), &sd); err != nil {
+			t.Fatal(err)
+		}
+		return &sd
+	}
+	r := func(i int) *kit.Replica { return &kit.Replica{Index: i, Name: "nats-" + string(rune('0'+i))} }
+	for _, tt := range []struct {
+		name string
+		vs   []view
+		want string
+	}{
+		{"no stream leader", []view{{r: r(1), meta: "nats-1", stream: stream("")}, {r: r(2), meta: "nats-1", stream: stream("")}},
+			"each of the 2 servers hosts stream modulo and its /jsz names no leader of it"},
+		{"no meta leader", []view{{r: r(0), stream: stream("")}, {r: r(1)}}, "each of the 2 servers' /jsz names no meta leader"},
+		{"a stream leader", []view{{r: r(1), meta: "nats-1", stream: stream("nats-2")}, {r: r(2), meta: "nats-1", stream: stream("")}}, ""},
+		{"a server hosts no stream", []view{{r: r(1), meta: "nats-1", stream: stream("")}, {r: r(2), meta: "nats-1"}}, ""},
+		{"a server did not answer", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := stalled(tt.vs); got != tt.want {
+				t.Errorf("stalled = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

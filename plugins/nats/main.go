@@ -327,16 +327,22 @@ func (s *system) Isolated(ctx context.Context, _ *kit.Cluster, r *kit.Replica) (
 // nats-server 5fe8be82d, fixed in 2.11.0).
 func (s *system) Stalled(ctx context.Context, _ *kit.Cluster, online []*kit.Replica) (string, error) {
 	vs, _ := views(ctx, online)
+	return stalled(vs), nil
+}
+
+// stalled is Stalled's answer from the servers' views: "" where one did not answer (vs nil),
+// or any names a leader.
+func stalled(vs []view) string {
 	if vs == nil {
-		return "", nil
+		return ""
 	}
 	if !slices.ContainsFunc(vs, func(v view) bool { return v.meta != "" }) {
-		return fmt.Sprintf("each of the %d servers' /jsz names no meta leader", len(vs)), nil
+		return fmt.Sprintf("each of the %d servers' /jsz names no meta leader", len(vs))
 	}
 	if !slices.ContainsFunc(vs, func(v view) bool { return v.stream == nil || v.stream.leader() != "" }) {
-		return fmt.Sprintf("each of the %d servers hosts stream %s and its /jsz names no leader of it", len(vs), streamName), nil
+		return fmt.Sprintf("each of the %d servers hosts stream %s and its /jsz names no leader of it", len(vs), streamName)
 	}
-	return "", nil
+	return ""
 }
 
 // Leader is the server that every online server follows as the stream's leader.
