@@ -194,6 +194,20 @@ func TestReportContent(t *testing.T) {
 				t.Errorf("verdicts missing from the page: %v", want)
 			}
 
+			// The groups: a row each, with its schedules' count and its signature.
+			if groups := s.Groups(); len(groups) > 0 {
+				rows := find(byID(t, doc, "groups"), func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "tr" })[1:]
+				if len(rows) != len(groups) {
+					t.Fatalf("%d rows in the groups table, want %d", len(rows), len(groups))
+				}
+				for i, g := range groups {
+					cells := find(rows[i], func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "td" })
+					if len(cells) != 6 || text(cells[1]) != strconv.Itoa(len(g.IDs)) || text(cells[5]) != g.Signature {
+						t.Errorf("group %d: row %q, want %d schedules and %q", i+1, text(rows[i]), len(g.IDs), g.Signature)
+					}
+				}
+			}
+
 			// The coverage curve: a point per schedule with a verdict (and the origin), rising
 			// to the share done; a mark per failure.
 			cov := byID(t, doc, "coverage")
