@@ -361,12 +361,7 @@ func stepKind(t *aem.Transition) string {
 // errors, each in the order recorded; the first MaxDrawn are drawn.
 func (p *page) failures(s *results.Summary) {
 	p.Groups = s.Groups()
-	groupOf := map[string]int{}
-	for i, g := range p.Groups {
-		for _, id := range g.IDs {
-			groupOf[id] = i + 1
-		}
-	}
+	groupOf := results.GroupNumbers(p.Groups)
 	np := s.NotPassed()
 	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2}
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })

@@ -58,15 +58,6 @@ type Reproduction struct {
 // Rate is "k/K": how many of the runs reproduced the verdict.
 func (r Reproduction) Rate() string { return fmt.Sprintf("%d/%d", r.Reproduced, r.Repeat) }
 
-// Course says, for a replay that followed the recorded course, how many runs followed it:
-// "5 of 20 followed the recorded course"; empty for other replays.
-func (r Reproduction) Course() string {
-	if r.Made == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d of %d followed the recorded course", r.Repeat, r.Made)
-}
-
 // Flaky tells that a non-pass verdict reproduced in none of at least one run that reached a
 // verdict of the system's: not a bug until it shows again. Runs that all ended in an error (a
 // fault of the harness or the machine) say nothing of the system.

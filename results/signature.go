@@ -244,7 +244,9 @@ func (s *Summary) Groups() []Group {
 		}
 		g.IDs = append(g.IDs, r.ID)
 		runs[sig][root(r.ID)] = true
-		g.First = minTime(g.First, r.End)
+		if r.End.Before(g.First) {
+			g.First = r.End
+		}
 		n := s.steps(r)
 		if g.Shortest == "" || n < g.ShortestSteps {
 			g.Shortest, g.ShortestSteps = r.ID, n
@@ -268,11 +270,16 @@ func (s *Summary) Groups() []Group {
 	return out
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
+// GroupNumbers numbers each schedule of groups by its group, from 1 in the order given: what
+// the text, the JSON and the report print beside each non-pass.
+func GroupNumbers(groups []Group) map[string]int {
+	n := map[string]int{}
+	for i, g := range groups {
+		for _, id := range g.IDs {
+			n[id] = i + 1
+		}
 	}
-	return a
+	return n
 }
 
 // steps is how many steps r's schedule has: its failure folder's schedule, else the steps
@@ -286,10 +293,4 @@ func (s *Summary) steps(r Record) int {
 
 func (s *Summary) failureDir(id string) string {
 	return (&Store{dir: s.Dir}).FailureDir(id)
-}
-
-// GroupLine is one group as `results` lists it, for a line of text.
-func (g Group) GroupLine() string {
-	return fmt.Sprintf("%d %s, %d independent %s: %s", len(g.IDs), words.Plural(len(g.IDs), "schedule", "schedules"),
-		g.Runs, words.Plural(g.Runs, "run", "runs"), g.Signature)
 }

@@ -252,11 +252,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 		len(np), words.Plural(len(np), "schedule", "schedules"), len(groups), words.Plural(len(groups), "group", "groups"))
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tSCHEDULES\tRUNS\tFIRST SEEN\tSHORTEST\tREPRODUCED\tSIGNATURE")
-	groupOf := map[string]int{}
 	for i, g := range groups {
-		for _, id := range g.IDs {
-			groupOf[id] = i + 1
-		}
 		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s (%d steps)\t%s\t%s\n", i+1, len(g.IDs), g.Runs, g.First.UTC().Format(time.DateTime),
 			g.Shortest, g.ShortestSteps, g.Rate(), g.Signature)
 	}
@@ -266,6 +262,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nthe %d %s:\n", len(np), words.Plural(len(np), "schedule", "schedules"))
 	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tVERDICT\tGROUP\tREPLAYED\tSHRUNK TO\tDETAIL")
+	groupOf := GroupNumbers(groups)
 	for _, r := range np {
 		replayed, shrunk := "-", "-"
 		if rep, ok := s.Reproductions[r.ID]; ok {

@@ -129,17 +129,15 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
 			Groups:    []jsonGroup{},
 		}
-		groupOf := map[string]int{}
-		for k, g := range s.Groups() {
+		groups := s.Groups()
+		for _, g := range groups {
 			e.Groups = append(e.Groups, jsonGroup{
 				Signature: g.Signature, Schedules: g.IDs, Runs: g.Runs, FirstSeen: g.First,
 				Shortest: g.Shortest, ShortestSteps: g.ShortestSteps,
 				Replayed: g.Replayed, Reproduced: g.Reproduced, Repeat: g.Repeat, Followed: g.Followed, Made: g.Made,
 			})
-			for _, id := range g.IDs {
-				groupOf[id] = k + 1
-			}
 		}
+		groupOf := results.GroupNumbers(groups)
 		byClass, _ := s.ClassCounts()
 		for class, n := range byClass {
 			e.Summary.FailedByClass[string(class)] = n
