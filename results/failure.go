@@ -101,16 +101,10 @@ func (s *Store) WriteFailure(f Failure) error {
 		writeText(filepath.Join(dir, ActionsText), func(w io.Writer) error { return writeActions(w, f.Actions) }),
 	)
 	if f.Snapshot != nil {
-		err = errors.Join(err, writeText(filepath.Join(dir, ReplicasJSON), func(w io.Writer) error {
-			return writeReplicas(w, f.Snapshot)
-		}))
+		err = errors.Join(err, writeJSON(filepath.Join(dir, ReplicasJSON), replicasOf(f.Snapshot)))
 	}
 	if f.Evidence != nil {
-		err = errors.Join(err, writeText(filepath.Join(dir, JudgedJSON), func(w io.Writer) error {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(f.Evidence)
-		}))
+		err = errors.Join(err, writeJSON(filepath.Join(dir, JudgedJSON), f.Evidence))
 	}
 	if f.Prefix != nil {
 		err = errors.Join(err, keepPrefix(dir, *f.Prefix, f.ClusterBudget))
@@ -165,11 +159,7 @@ func keepPrefix(dir string, p KeptPrefix, budget int64) error {
 			return fmt.Errorf("keep the restored prefix: %w", err)
 		}
 	}
-	return writeText(filepath.Join(dir, PrefixJSON), func(w io.Writer) error {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
-	})
+	return writeJSON(filepath.Join(dir, PrefixJSON), p)
 }
 
 // ReadPrefix reads the saved prefix that the failure folder of schedule id, in the campaign
@@ -177,12 +167,8 @@ func keepPrefix(dir string, p KeptPrefix, budget int64) error {
 func ReadPrefix(dir, id string) (KeptPrefix, error) {
 	var p KeptPrefix
 	folder := filepath.Join(dir, FailuresDir, id)
-	b, err := os.ReadFile(filepath.Join(folder, PrefixJSON))
-	if err != nil {
+	if err := readJSON(filepath.Join(folder, PrefixJSON), &p); err != nil {
 		return p, fmt.Errorf("restored prefix of %s: %w", id, err)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("restored prefix of %s: %s: %w", id, PrefixJSON, err)
 	}
 	if p.LeftOut != "" {
 		return p, fmt.Errorf("restored prefix of %s: not kept: %s: %w", id, p.LeftOut, fs.ErrNotExist)
@@ -317,14 +303,34 @@ type replicaJSON struct {
 	Data    map[string]string `json:"data"`
 }
 
-func writeReplicas(w io.Writer, snap *cem.Snapshot) error {
+func replicasOf(snap *cem.Snapshot) []replicaJSON {
 	rs := make([]replicaJSON, len(snap.Replicas))
 	for i, r := range snap.Replicas {
 		rs[i] = replicaJSON{Replica: i, Err: r.Err, Group: r.Group, Data: r.Data}
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(rs) // encoding/json sorts map keys
+	return rs
+}
+
+// writeJSON writes v to path as indented JSON (encoding/json sorts map keys), as a failure
+// folder's files are.
+func writeJSON(path string, v any) error {
+	return writeText(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// readJSON reads back into v what writeJSON wrote to path; a JSON error names the file.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return nil
 }
 
 // copyLogs copies every *.log file under from to the same relative path under to.

@@ -2,7 +2,6 @@ package results
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -78,16 +77,13 @@ func (f *Folder) read() error {
 		return err
 	}
 
-	b, err = os.ReadFile(filepath.Join(f.Dir, ReplicasJSON))
+	var rs []replicaJSON
+	err = readJSON(filepath.Join(f.Dir, ReplicasJSON), &rs)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return err
-	}
-	var rs []replicaJSON
-	if err := json.Unmarshal(b, &rs); err != nil {
-		return fmt.Errorf("%s: %w", ReplicasJSON, err)
 	}
 	snap := &cem.Snapshot{Replicas: make([]cem.ReplicaData, len(rs))}
 	for i, r := range rs {
@@ -176,12 +172,8 @@ func parseAction(line string) (cem.Action, error) {
 // non-pass that was not a fail, or a fail recorded before modulo kept it).
 func ReadEvidence(dir, id string) (oracle.Evidence, error) {
 	var e oracle.Evidence
-	b, err := os.ReadFile(filepath.Join(dir, FailuresDir, id, JudgedJSON))
-	if err != nil {
+	if err := readJSON(filepath.Join(dir, FailuresDir, id, JudgedJSON), &e); err != nil {
 		return e, fmt.Errorf("evidence of %s: %w", id, err)
-	}
-	if err := json.Unmarshal(b, &e); err != nil {
-		return e, fmt.Errorf("evidence of %s: %s: %w", id, JudgedJSON, err)
 	}
 	return e, nil
 }
