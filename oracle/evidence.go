@@ -107,13 +107,23 @@ type Mark struct {
 	Key     string   `json:"key,omitempty"`
 	What    MarkKind `json:"what"`
 	// Written says which step wrote the write concerned, relative to the step judged, so that
-	// schedules of different lengths compare: "the last divergence", "an earlier divergence",
-	// "a convergence", or "no step" (initial data, or a value never written).
+	// schedules of different lengths compare: one of WrittenNearestFirst.
 	Written string `json:"written"`
 }
 
+// What Mark.Written says.
+const (
+	LastDivergence    = "the last divergence"
+	AConvergence      = "a convergence"
+	EarlierDivergence = "an earlier divergence"
+	NoStep            = "no step" // initial data, or a value never written
+)
+
+// WrittenNearestFirst orders what Mark.Written says from the nearest to the step judged.
+var WrittenNearestFirst = []string{LastDivergence, AConvergence, EarlierDivergence, NoStep}
+
 func (m Mark) String() string {
-	if m.Written == "no step" {
+	if m.Written == NoStep {
 		return string(m.What)
 	}
 	return fmt.Sprintf("%s of %s", m.What, m.Written)
@@ -125,7 +135,7 @@ func (m Mark) String() string {
 func (e *Evidence) divergenceMarks(d Divergence) []Mark {
 	var marks []Mark
 	for _, u := range d.Unreadable {
-		marks = append(marks, Mark{Replica: u.Replica, What: CannotRead, Written: "no step"})
+		marks = append(marks, Mark{Replica: u.Replica, What: CannotRead, Written: NoStep})
 	}
 	for _, k := range d.Keys {
 		groups := map[int][]int{}
@@ -152,7 +162,7 @@ func (e *Evidence) divergenceMarks(d Divergence) []Mark {
 // keyMark says what replica i's value v of key is, against the writes: nothing for the
 // acknowledged value; a key that no step wrote is a part of a write, or other state.
 func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
-	if !slices.ContainsFunc(e.Writes, func(w SentWrite) bool { return w.Key == key }) {
+	if e.lastWrite(func(w SentWrite) bool { return w.Key == key }) < 0 {
 		return e.partMark(i, key, v)
 	}
 	acked := e.lastAcked(key)
@@ -171,7 +181,7 @@ func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
 	if w := e.writeOf(key, v.Text); w >= 0 {
 		return Mark{Replica: i, Key: key, What: HoldsUnacked, Written: e.written(e.Writes[w].Step)}, true
 	}
-	return Mark{Replica: i, Key: key, What: HoldsUnwritten, Written: "no step"}, true
+	return Mark{Replica: i, Key: key, What: HoldsUnwritten, Written: NoStep}, true
 }
 
 // partMark says what replica i's value v of key is where no step wrote key itself: a part of
@@ -179,15 +189,10 @@ func (e *Evidence) keyMark(i int, key string, v Value) (Mark, bool) {
 // paper preset writes ten keys a write), which it holds or lacks as the write; else other
 // state.
 func (e *Evidence) partMark(i int, key string, v Value) (Mark, bool) {
-	w := -1
-	for j := len(e.Writes) - 1; j >= 0 && w < 0; j-- {
-		if strings.HasPrefix(key, e.Writes[j].Key+".") {
-			w = j
-		}
-	}
+	w := e.lastWrite(func(w SentWrite) bool { return strings.HasPrefix(key, w.Key+".") })
 	switch {
 	case w < 0:
-		return Mark{Replica: i, Key: key, What: OtherState, Written: "no step"}, true
+		return Mark{Replica: i, Key: key, What: OtherState, Written: NoStep}, true
 	case !v.Present && e.Writes[w].Acked:
 		return Mark{Replica: i, Key: key, What: LacksAcked, Written: e.written(e.Writes[w].Step)}, true
 	case !v.Present || e.Writes[w].Acked:
@@ -200,7 +205,7 @@ func (e *Evidence) partMark(i int, key string, v Value) (Mark, bool) {
 
 // lostMark says what replica i holds in place of key's acknowledged write.
 func (e *Evidence) lostMark(i int, key string, got Value) Mark {
-	m := Mark{Replica: i, Key: key, What: LacksAcked, Written: "no step"}
+	m := Mark{Replica: i, Key: key, What: LacksAcked, Written: NoStep}
 	if a := e.lastAcked(key); a >= 0 {
 		m.Written = e.written(e.Writes[a].Step)
 	}
@@ -214,14 +219,19 @@ func (e *Evidence) lostMark(i int, key string, got Value) Mark {
 	return m
 }
 
-// lastAcked is the index of the last acknowledged write of key, or -1.
-func (e *Evidence) lastAcked(key string) int {
+// lastWrite is the index of the last write that match accepts, or -1.
+func (e *Evidence) lastWrite(match func(SentWrite) bool) int {
 	for i := len(e.Writes) - 1; i >= 0; i-- {
-		if w := e.Writes[i]; w.Key == key && w.Acked {
+		if match(e.Writes[i]) {
 			return i
 		}
 	}
 	return -1
+}
+
+// lastAcked is the index of the last acknowledged write of key, or -1.
+func (e *Evidence) lastAcked(key string) int {
+	return e.lastWrite(func(w SentWrite) bool { return w.Key == key && w.Acked })
 }
 
 // allowed tells whether v may be key's value: the acknowledged write's, or one sent after it.
@@ -231,21 +241,16 @@ func (e *Evidence) allowed(key string, acked int, v string) bool {
 
 // writeOf is the index of the last write of key with value v, or -1.
 func (e *Evidence) writeOf(key, v string) int {
-	for i := len(e.Writes) - 1; i >= 0; i-- {
-		if w := e.Writes[i]; w.Key == key && w.Value == v {
-			return i
-		}
-	}
-	return -1
+	return e.lastWrite(func(w SentWrite) bool { return w.Key == key && w.Value == v })
 }
 
 // written names 0-based step s relative to the step judged.
 func (e *Evidence) written(s int) string {
 	if s < 0 || s >= len(e.Kinds) {
-		return "no step"
+		return NoStep
 	}
 	if e.Kinds[s] != aem.Divergence.String() {
-		return "a convergence"
+		return AConvergence
 	}
 	end := e.Step
 	if end == 0 {
@@ -253,8 +258,8 @@ func (e *Evidence) written(s int) string {
 	}
 	for _, k := range e.Kinds[s+1 : max(end, s+1)] {
 		if k == aem.Divergence.String() {
-			return "an earlier divergence"
+			return EarlierDivergence
 		}
 	}
-	return "the last divergence"
+	return LastDivergence
 }

@@ -60,7 +60,7 @@ func Signature(r Record) string {
 
 // writtenRank orders Mark.Written from the nearest to the step judged.
 func writtenRank(written string) int {
-	return slices.Index([]string{"the last divergence", "a convergence", "an earlier divergence", "no step"}, written)
+	return slices.Index(oracle.WrittenNearestFirst, written)
 }
 
 // syncAt is the sync kinds observed on the given replicas after the step judged (the last step
