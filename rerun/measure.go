@@ -52,8 +52,6 @@ type Measured struct {
 	// Reproduction is what was appended to the campaign's reproductions; nil when no run was
 	// judged.
 	Reproduction *results.Reproduction
-	// Prefix is the saved prefix each run restored; nil for runs from scratch.
-	Prefix *executor.Prefix
 	// Dir is where the runs are kept, relative to the campaign's directory.
 	Dir string
 }
@@ -90,19 +88,20 @@ func (t *Target) Check(o *MeasureOptions) error {
 // to the campaign's reproductions, by the command by ("replay").
 func (t *Target) Measure(ctx context.Context, o MeasureOptions, by string) (Measured, error) {
 	var m Measured
+	var prefix *executor.Prefix
 	if o.FromPrefix {
 		p, err := t.keptPrefix()
 		if err != nil {
 			return m, err
 		}
-		m.Prefix = p
+		prefix = p
 	}
 	start := o.Start
 	if start.IsZero() {
 		start = time.Now()
 	}
 	m.Dir = t.RunsDir(start)
-	ropts := Options{Repeat: o.Repeat, Dir: filepath.Join(t.Summary.Dir, m.Dir), Prefix: m.Prefix}
+	ropts := Options{Repeat: o.Repeat, Dir: filepath.Join(t.Summary.Dir, m.Dir), Prefix: prefix}
 	if o.Follow {
 		recorded, _ := t.Recorded()
 		ropts.Course, ropts.Tries = recorded.Observations, o.Tries
@@ -123,7 +122,7 @@ func (t *Target) Measure(ctx context.Context, o MeasureOptions, by string) (Meas
 	if o.Follow {
 		rep.Made = m.Made
 	}
-	rep.FromPrefix = m.Prefix != nil
+	rep.FromPrefix = prefix != nil
 	if err := results.AppendReproduction(t.Summary.Dir, rep); err != nil {
 		return m, err
 	}

@@ -37,10 +37,7 @@ func (p *Plugin) deadlineAlarms(err error, next *aem.State, stuck, broken []Line
 	}
 	var alarms []cem.Alarm
 	for _, r := range p.c.Replicas {
-		if len(stuck)+len(broken) == 0 {
-			break
-		}
-		if !r.running() {
+		if len(stuck)+len(broken) == 0 || !r.running() {
 			continue
 		}
 		lines, _, lerr := logLinesFrom(r, from[r.Index])

@@ -212,7 +212,8 @@ func Run(opts *Options) error {
 	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, t.RunsDir(mopts.Start)))
 	t.Describe(opts.Out)
 	if opts.FromPrefix {
-		rs := t.Summary.Latest[slices.IndexFunc(t.Summary.Latest, func(r results.Record) bool { return r.ID == opts.ID })].Restored
+		recorded, _ := t.Recorded() // Check found it restored
+		rs := recorded.Restored
 		fmt.Fprintf(opts.Out, "each run restores the cluster that %s's run saved after step %d (sha256 %s), as the recorded run did, and runs the steps after it\n",
 			rs.From, rs.Steps, rs.Digest)
 	}
