@@ -20,7 +20,7 @@ import (
 
 // ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
 // method changes meaning; the go-plugin handshake refuses a plugin built for another version.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // Capabilities say what a plugin can do.
 type Capabilities struct {
@@ -118,12 +118,37 @@ type StepReport struct {
 // Write is one write a step sent. Acked says that the system acknowledged it as durable
 // (a quorum system: the client call returned success, so it committed); an acknowledged write
 // must survive on every replica of the group that converges. A write that is not acknowledged
-// (one sent to a minority, or any write of a system that promises no durability beyond one
-// server, such as Redis) may be present or absent, but the same on every such replica.
+// (one the system never answered, or any write of a system that promises no durability beyond
+// one server, such as Redis) may be present or absent, but the same on every such replica.
 type Write struct {
 	Key, Value string
 	Acked      bool
+	// Minority says that the model has the write reach only a minority of the replicas, where
+	// it cannot commit: the kit sent it without waiting, and Answer says what the system
+	// answered, AnsweredAfter how long after the send. An acknowledged minority write is Acked
+	// like any other.
+	Minority      bool
+	Answer        Answer
+	AnsweredAfter time.Duration
+	// Async says that the plugin declares its system to acknowledge a write before replicas
+	// hold it (asynchronous replication, kit.Asynchronous): an acknowledged minority write is
+	// what it promises, not a failure of its own; losing it later still is.
+	Async bool
 }
+
+// Answer is what a system answered to a write the kit sent without waiting (Write.Minority).
+type Answer string
+
+// The answers to a write sent without waiting.
+const (
+	// Acknowledged: the system's Write returned success.
+	Acknowledged Answer = "acknowledged"
+	// Refused: it returned an error while every server the write reached still ran.
+	Refused Answer = "refused"
+	// NoAnswer: it had not answered when the kit began failing the servers the write reached
+	// (its error then is the lost connection), or when the kit ended the wait for it.
+	NoAnswer Answer = "no answer"
+)
 
 // CutOff is the ObserveNetwork value of a replica that a partition cuts off from its peers (on
 // a link model, from its source).

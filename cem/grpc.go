@@ -107,7 +107,8 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 	}
 	resp := &pb.ApplyResponse{Report: &pb.StepReport{Actions: actionsPB(report.Actions)}}
 	for _, w := range report.Writes {
-		resp.Report.Writes = append(resp.Report.Writes, &pb.Write{Key: w.Key, Value: w.Value, Acked: w.Acked})
+		resp.Report.Writes = append(resp.Report.Writes, &pb.Write{Key: w.Key, Value: w.Value, Acked: w.Acked,
+			Minority: w.Minority, Answer: string(w.Answer), AnsweredAfter: durationpb.New(w.AnsweredAfter), Async: w.Async})
 	}
 	for _, o := range report.Observations {
 		resp.Report.Observations = append(resp.Report.Observations, &pb.Observation{Replica: int64(o.Replica), Fields: o.Fields})
@@ -286,7 +287,8 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	}
 	report := StepReport{Actions: actionsOf(resp.GetReport().GetActions())}
 	for _, w := range resp.GetReport().GetWrites() {
-		report.Writes = append(report.Writes, Write{Key: w.GetKey(), Value: w.GetValue(), Acked: w.GetAcked()})
+		report.Writes = append(report.Writes, Write{Key: w.GetKey(), Value: w.GetValue(), Acked: w.GetAcked(),
+			Minority: w.GetMinority(), Answer: Answer(w.GetAnswer()), AnsweredAfter: w.GetAnsweredAfter().AsDuration(), Async: w.GetAsync()})
 	}
 	for _, o := range resp.GetReport().GetObservations() {
 		report.Observations = append(report.Observations, Observation{Replica: int(o.GetReplica()), Fields: o.GetFields()})

@@ -70,7 +70,8 @@ func TestProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRest := StepReport{
-			Writes:       []Write{{Key: "step 4", Value: "report all", Acked: true}},
+			Writes: []Write{{Key: "step 4", Value: "report all", Acked: true},
+				{Key: "minority", Value: "v", Acked: true, Minority: true, Answer: Acknowledged, AnsweredAfter: 34 * time.Millisecond, Async: true}},
 			Observations: []Observation{{Replica: 1, Fields: map[string]string{"role": "leader", "term": "2"}}},
 			Alarms:       []Alarm{{Replica: 2, What: "digest mismatches: 1"}, {Replica: 1, What: "prev-link", Broken: true}, {Replica: 0, What: "exited", Unrecoverable: true}, {Replica: 2, What: "restart required", Stuck: true}},
 		}

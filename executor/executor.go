@@ -656,9 +656,8 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		if early != nil {
 			continue
 		}
-		if len(report.Alarms) > 0 {
-			early = &outcome{}
-			j.judgeAlarms(early, report.Alarms, i+1)
+		if f := (outcome{}); j.judgeStep(&f, report.Alarms, i+1) {
+			early = &f
 			continue
 		}
 		if slices.Contains(start.Save, i+1) {
@@ -795,7 +794,7 @@ func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
 	}
 	j.state = next
 	for _, w := range report.Writes {
-		j.writes = append(j.writes, oracle.SentWrite{Step: j.taken, Key: w.Key, Value: w.Value, Acked: w.Acked})
+		j.writes = append(j.writes, oracle.Sent(j.taken, w))
 	}
 	j.taken++
 	return nil
@@ -821,12 +820,18 @@ func (j *judge) judge(o *outcome, snap cem.Snapshot, groups []int, step int) boo
 	return true
 }
 
-// judgeAlarms records the fail that the alarms a step raised decide, seen after step.
-func (j *judge) judgeAlarms(o *outcome, alarms []cem.Alarm, step int) {
+// judgeStep records the fail that a step's alarms or its writes' answers decide (a write only
+// a minority received, acknowledged), seen after step, and tells whether there was one: the
+// replicas' data need not be read for it.
+func (j *judge) judgeStep(o *outcome, alarms []cem.Alarm, step int) bool {
 	e := oracle.Evidence{Step: step, Kinds: j.kinds, Writes: slices.Clone(j.writes), Alarms: alarms}
 	got := oracle.Judge(e)
+	if got.Class == "" {
+		return false
+	}
 	o.fail(got.Class, step, got.Line)
 	o.evidence = &e
+	return true
 }
 
 // fail records a fail of class, seen after step (0: at the end).

@@ -399,7 +399,8 @@ func TestRunRetriesErrors(t *testing.T) {
 
 // TestRunChecks checks each check of the oracle on a schedule that fails only it: a divergence
 // seen after a convergence step and healed by the end (which the end-only check passes), an
-// acknowledged write that every replica lost, an alarm of the system's own check.
+// acknowledged write that every replica lost, an alarm of the system's own check, a write only
+// a minority received that the system acknowledged.
 func TestRunChecks(t *testing.T) {
 	h, all := readSchedules(t)
 	// A schedule with a convergence step before its last step, so that one check comes before
@@ -429,6 +430,9 @@ func TestRunChecks(t *testing.T) {
 			fmt.Sprintf("after step %d: 2 acknowledged writes lost: key:1 on replica 0 (acknowledged %q, holds \"lost\")", mid, s.ID), "fail: 3 acknowledged writes lost"},
 		{"lost write, end only", behaviour{lose: true}, oracle.End, oracle.Fail, oracle.LostWrite, 0, "3 acknowledged writes lost: key:1", ""},
 		{"alarm", behaviour{alarmAt: 1}, oracle.End, oracle.Fail, oracle.SelfCheck, 1, "after step 1: the system's own check: replica 0: digest mismatches: 2", "pass"},
+		{"minority write acknowledged", behaviour{minorityAckAt: 1}, oracle.EveryConvergence, oracle.Fail, oracle.MinorityAck, 1,
+			"after step 1: the system acknowledged 1 write that only a minority of replicas received, which cannot have committed: key:1 (step 1, acknowledged after 34 ms)",
+			"fail: the system acknowledged 1 write"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,8 @@ type behaviour struct {
 	lose bool
 	// alarmAt: this step reports an alarm of the system's own check on replica 0
 	alarmAt int
+	// minorityAckAt: this step's write reached only a minority, and the system acknowledged it
+	minorityAckAt int
 	// restoreErr: Restore fails with this
 	restoreErr string
 	// sync, when set, is what every step reports of replica 0's sync, as an observation
@@ -289,6 +291,9 @@ func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, 
 		r[key] = id
 	}
 	report.Writes = []cem.Write{{Key: key, Value: id, Acked: p.b.lose}}
+	if n == p.b.minorityAckAt {
+		report.Writes[0] = cem.Write{Key: key, Value: id, Acked: true, Minority: true, Answer: cem.Acknowledged, AnsweredAfter: 34 * time.Millisecond}
+	}
 	if n == p.b.alarmAt {
 		report.Alarms = []cem.Alarm{{Replica: 0, What: "digest mismatches: 2"}}
 	}

@@ -40,10 +40,15 @@ const (
 	// system has no leader (NATS): the system's own liveness failure, where without that word
 	// the schedule would be incomplete.
 	Liveness Class = "liveness"
+	// MinorityAck: the system acknowledged a write that only a minority of its replicas
+	// received, which cannot have committed, and its plugin does not declare that it
+	// acknowledges before replicating (cem.Write.Async). In a Raft or Zab system that is a
+	// safety failure of its own, whether or not the write is later lost.
+	MinorityAck Class = "minority-ack"
 )
 
 // Classes lists the classes of failure, in the order summaries name them.
-var Classes = []Class{Diverged, LostWrite, BrokenReplication, Unrecoverable, Liveness, SelfCheck}
+var Classes = []Class{Diverged, LostWrite, MinorityAck, BrokenReplication, Unrecoverable, Liveness, SelfCheck}
 
 // Alarms judges the alarms a step raised: the class of failure (an unrecoverable replica when
 // any alarm says so, else broken replication when any says that, else a liveness failure when
@@ -171,6 +176,33 @@ func LostWrites(writes []cem.Write, snap cem.Snapshot, group []int) []Lost {
 		}
 	}
 	return lost
+}
+
+// MinorityAcks returns the writes that only a minority received and that the system
+// acknowledged, where its plugin does not declare asynchronous acknowledgement.
+func MinorityAcks(writes []SentWrite) []SentWrite {
+	var acks []SentWrite
+	for _, w := range writes {
+		if w.Minority && w.Answer == cem.Acknowledged && !w.Async {
+			acks = append(acks, w)
+		}
+	}
+	return acks
+}
+
+// MinorityAckLine says in one line which writes the system acknowledged that only a minority
+// received, naming at most DetailKeys.
+func MinorityAckLine(acks []SentWrite) string {
+	var parts []string
+	for _, w := range acks[:min(len(acks), DetailKeys)] {
+		parts = append(parts, fmt.Sprintf("%s (step %d, acknowledged after %d ms)", w.Key, w.Step+1, w.AnsweredMS))
+	}
+	s := fmt.Sprintf("the system acknowledged %d %s that only a minority of replicas received, which cannot have committed: %s",
+		len(acks), words.Plural(len(acks), "write", "writes"), strings.Join(parts, ", "))
+	if len(acks) > DetailKeys {
+		s += fmt.Sprintf(", and %d more", len(acks)-DetailKeys)
+	}
+	return s
 }
 
 // LostLine says in one line which acknowledged writes are lost, naming at most DetailKeys.

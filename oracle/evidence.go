@@ -29,12 +29,24 @@ type Evidence struct {
 	Alarms []cem.Alarm `json:"alarms,omitempty"`
 }
 
-// SentWrite is a write a step sent, with the 0-based step.
+// SentWrite is a write a step sent, with the 0-based step; for a write that reached only a
+// minority, what the system answered, in how many milliseconds, and whether its plugin
+// declares asynchronous acknowledgement (cem.Write).
 type SentWrite struct {
-	Step  int    `json:"step"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
-	Acked bool   `json:"acked"`
+	Step       int        `json:"step"`
+	Key        string     `json:"key"`
+	Value      string     `json:"value"`
+	Acked      bool       `json:"acked"`
+	Minority   bool       `json:"minority,omitempty"`
+	Answer     cem.Answer `json:"answer,omitempty"`
+	AnsweredMS int64      `json:"answered_ms,omitempty"`
+	Async      bool       `json:"async,omitempty"`
+}
+
+// Sent is w, sent by 0-based step step, as the evidence keeps it.
+func Sent(step int, w cem.Write) SentWrite {
+	return SentWrite{Step: step, Key: w.Key, Value: w.Value, Acked: w.Acked, Minority: w.Minority,
+		Answer: w.Answer, AnsweredMS: w.AnsweredAfter.Milliseconds(), Async: w.Async}
 }
 
 // writes returns the writes as the checks take them.
@@ -55,12 +67,17 @@ type Judgement struct {
 	Difference []Mark
 }
 
-// Judge judges the evidence: the step's alarms first (Alarms), else the replicas' data against
+// Judge judges the evidence: the step's alarms first (Alarms), then the system's answers to
+// the writes that only a minority received (MinorityAcks), else the replicas' data against
 // one another (a divergence) and against the acknowledged writes (a lost write).
 func Judge(e Evidence) Judgement {
 	if len(e.Alarms) > 0 {
 		class, line := Alarms(e.Alarms)
 		return Judgement{Class: class, Line: line, Full: line}
+	}
+	if acks := MinorityAcks(e.Writes); len(acks) > 0 {
+		line := MinorityAckLine(acks)
+		return Judgement{Class: MinorityAck, Line: line, Full: line}
 	}
 	if e.Snapshot == nil {
 		return Judgement{}

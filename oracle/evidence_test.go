@@ -13,6 +13,14 @@ func TestJudge(t *testing.T) {
 	w := func(step int, k, v string, acked bool) SentWrite {
 		return SentWrite{Step: step, Key: k, Value: v, Acked: acked}
 	}
+	// minority is a write of step 2 that a minority received, acknowledged or unanswered.
+	minority := func(acked, async bool) SentWrite {
+		a := SentWrite{Step: 2, Key: "m", Value: "1", Minority: true, Answer: cem.NoAnswer, Async: async}
+		if acked {
+			a.Acked, a.Answer, a.AnsweredMS = true, cem.Acknowledged, 34
+		}
+		return a
+	}
 	snap := func(data ...map[string]string) *cem.Snapshot {
 		s := &cem.Snapshot{}
 		for _, d := range data {
@@ -60,6 +68,13 @@ func TestJudge(t *testing.T) {
 		{"lost on every replica alike", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{w(2, "a", "1", true)},
 			Snapshot: snap(map[string]string{}, map[string]string{})},
 			LostWrite, []Mark{{Replica: 0, Key: "a", What: LacksAcked, Written: "the last divergence"}, {Replica: 1, Key: "a", What: LacksAcked, Written: "the last divergence"}}},
+		{"a minority write acknowledged, undeclared: the system's fail without its data", Evidence{Step: 1, Writes: []SentWrite{minority(true, false)}},
+			MinorityAck, nil},
+		{"a minority write acknowledged, declared asynchronous, then lost", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{minority(true, true)},
+			Snapshot: snap(map[string]string{}, map[string]string{})},
+			LostWrite, []Mark{{Replica: 0, Key: "m", What: LacksAcked, Written: "the last divergence"}, {Replica: 1, Key: "m", What: LacksAcked, Written: "the last divergence"}}},
+		{"a minority write unanswered, lost", Evidence{Groups: []int{0, 0}, Writes: []SentWrite{minority(false, false)},
+			Snapshot: snap(map[string]string{}, map[string]string{})}, "", nil},
 		{"alarms decide", Evidence{Alarms: []cem.Alarm{{Replica: 1, What: "exited", Unrecoverable: true}},
 			Snapshot: snap(map[string]string{}, map[string]string{"a": "1"})}, Unrecoverable, nil},
 	}

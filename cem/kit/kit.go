@@ -191,6 +191,19 @@ type LogReader interface {
 	Logged(ctx context.Context, r *Replica, key, value string) (bool, error)
 }
 
+// Asynchronous is implemented by a quorum system that may acknowledge a write before its
+// replicas hold it (asynchronous replication: PostgreSQL's default streaming replication, and
+// Patroni's failover over it). The kit records what the system answers to every write it
+// sends without waiting (one that reaches only a minority): an acknowledged write is
+// acknowledged for the oracle, whose later loss is a lost write. Where AcksBeforeReplicating
+// is false, or the system does not implement Asynchronous, an acknowledgement of a write that
+// only a minority received is itself the system's failure (oracle.MinorityAck): a Raft or Zab
+// system acknowledges only what a quorum logged. The kit asks once per cluster, after
+// Configure, so that a setting may choose (synchronous_mode).
+type Asynchronous interface {
+	AcksBeforeReplicating(c *Cluster) bool
+}
+
 // Linker is implemented by a system for a link model: replicas replicate along links that the
 // plugin sets and removes. The kit writes only into servers that follow nobody, and expects a
 // server to pass on to its followers what its source sends it.

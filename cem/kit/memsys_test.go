@@ -93,6 +93,14 @@ type memSystem struct {
 		// has no leader (kit.Staller), as NATS's servers name none for a group stuck in its
 		// elections.
 		SaysStalled bool `toml:"says_stalled"`
+		// AcksEarly makes a quorum write return once the leader logged it, as an
+		// asynchronously replicated PostgreSQL's commit does, where it would wait until a
+		// majority holds it; DeclaresAsync makes the system say so (kit.Asynchronous).
+		AcksEarly     bool `toml:"acks_early"`
+		DeclaresAsync bool `toml:"declares_async"`
+		// RefusesAlone makes a quorum write that a majority does not hold within refuseAfter
+		// fail, as a primary that requires a number of replicas to be connected refuses.
+		RefusesAlone bool `toml:"refuses_alone"`
 	}
 	lag    time.Duration
 	quorum bool
@@ -479,9 +487,9 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 		return fmt.Errorf("%s follows %s: a write into it would not replicate", r.Name, m.src.Name)
 	}
 	m.log = append(m.log, memEntry{key, value, time.Now()})
-	at, epoch := len(m.log), m.epoch
+	at, epoch, sent := len(m.log), m.epoch, time.Now()
 	s.mu.Unlock()
-	for s.quorum {
+	for s.quorum && !s.cfg.AcksEarly {
 		s.mu.Lock()
 		s.tick()
 		held := 0
@@ -494,6 +502,9 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 		if held > len(s.reps)/2 {
 			return nil
 		}
+		if s.cfg.RefusesAlone && time.Since(sent) > refuseAfter {
+			return fmt.Errorf("write %s held by %d of %d replicas: not enough replicas", key, held, len(s.reps))
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("write %s held by %d of %d replicas: %w", key, held, len(s.reps), ctx.Err())
@@ -502,6 +513,13 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 	}
 	return nil
 }
+
+// refuseAfter is how long a refuses_alone write waits for a majority.
+const refuseAfter = 20 * time.Millisecond
+
+// AcksBeforeReplicating is what the configuration declares (declares_async), whether or not
+// the system does so (acks_early).
+func (s *memSystem) AcksBeforeReplicating(*kit.Cluster) bool { return s.cfg.DeclaresAsync }
 
 // Delete appends a deletion to the leader's log, which replicates as writes do.
 func (s *memSystem) Delete(ctx context.Context, r *kit.Replica, key string) error {
@@ -1280,6 +1298,75 @@ func TestStuck(t *testing.T) {
 			}
 			if _, err := p.Apply(ctx, cem.Step{Index: 2, Transition: "C[2]"}); err == nil || !strings.Contains(err.Error(), "ended with the system's word that it cannot go on") {
 				t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
+			}
+		})
+	}
+}
+
+// TestMinorityAnswers: the kit keeps the system's answer to a write only a minority receives.
+// A system that acknowledges it (acks_early) fails at that divergence, of class minority-ack,
+// unless it declares that it acknowledges before replicating (declares_async); then the write
+// counts as acknowledged, and a convergence of the replicas that never received it loses it.
+// A system that acknowledges nothing early passes, its write unanswered.
+func TestMinorityAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name, config string
+		answer       cem.Answer
+		afterD       oracle.Class // the class judged after the divergence, from its writes
+		afterC       oracle.Class // after the convergence, from the replicas' data
+	}{
+		{"waits for a quorum", "", cem.NoAnswer, "", ""},
+		{"acknowledges early, undeclared", "acks_early = true", cem.Acknowledged, oracle.MinorityAck, oracle.MinorityAck},
+		{"acknowledges early, declared", "acks_early = true\ndeclares_async = true", cem.Acknowledged, "", oracle.LostWrite},
+		{"declared, waits for a quorum", "declares_async = true", cem.NoAnswer, "", ""},
+		{"refuses", "refuses_alone = true", cem.Refused, "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p, _, err := startQCE(t, tt.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			// Write k1.1 reaches abstract replica 2 alone; replicas 0 and 1 converge without it.
+			rep, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,0,1]"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Writes) != 1 {
+				t.Fatalf("D[0,0,1] reported writes %+v, want one", rep.Writes)
+			}
+			w := rep.Writes[0]
+			wantAsync := strings.Contains(tt.config, "declares_async")
+			if !w.Minority || w.Answer != tt.answer || w.Acked != (tt.answer == cem.Acknowledged) || w.Async != wantAsync ||
+				(tt.answer == cem.NoAnswer) != (w.AnsweredAfter == 0) {
+				t.Errorf("write %+v: want a minority write answered %q, async %v", w, tt.answer, wantAsync)
+			}
+			var actions []string
+			for _, a := range rep.Actions {
+				actions = append(actions, a.What)
+			}
+			if !slices.ContainsFunc(actions, func(a string) bool {
+				return strings.Contains(a, "write k1.1 ") && strings.Contains(a, string(tt.answer))
+			}) {
+				t.Errorf("actions %q: none says the write's answer, %q", actions, tt.answer)
+			}
+			writes := []oracle.SentWrite{oracle.Sent(0, w)}
+			kinds := []string{"D", "C"}
+			if got := oracle.Judge(oracle.Evidence{Step: 1, Kinds: kinds, Writes: writes}); got.Class != tt.afterD {
+				t.Errorf("judged after the divergence: %q (%s), want %q", got.Class, got.Line, tt.afterD)
+			} else if got.Class == oracle.MinorityAck && !strings.Contains(got.Line, "k1.1 (step 1, acknowledged after") {
+				t.Errorf("judged %q, want it to name the write and its step", got.Line)
+			}
+			if _, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]"}); err != nil {
+				t.Fatal(err)
+			}
+			snap, err := p.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := oracle.Judge(oracle.Evidence{Step: 2, Kinds: kinds, Groups: []int{0, 0, oracle.NotCompared}, Writes: writes, Snapshot: &snap})
+			if got.Class != tt.afterC {
+				t.Errorf("judged after the convergence: %q (%s), want %q", got.Class, got.Line, tt.afterC)
 			}
 		})
 	}

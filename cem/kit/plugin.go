@@ -126,6 +126,7 @@ type Plugin struct {
 	// acks says that the system acknowledges a write as durable when Write returns (a quorum
 	// system); writes are the step's writes, acked those of the whole schedule.
 	acks   bool
+	async  bool // the system acknowledges before replicating (Asynchronous)
 	writes []cem.Write
 	acked  []cem.Write
 	// alarms are the step's alarms raised while it was realised (brokenAlarm).
@@ -604,6 +605,8 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
+	a, ok := p.sys.(Asynchronous)
+	p.async = ok && a.AcksBeforeReplicating(c)
 	p.drm, p.needs, p.disks, p.diskUse, p.steps, p.detected = d, needs, nil, powerfs.Stats{}, nil, -2
 	return nil
 }
@@ -989,9 +992,14 @@ func (p *Plugin) writeWith(ctx context.Context, r *Replica, key, value string, p
 
 // sent adds a write to the step's report.
 func (p *Plugin) sent(key, value string, acked bool) {
-	w := cem.Write{Key: key, Value: value, Acked: acked}
+	p.sentWrite(cem.Write{Key: key, Value: value, Acked: acked})
+}
+
+// sentWrite adds w to the step's report, and to the schedule's acknowledged writes when the
+// system acknowledged it.
+func (p *Plugin) sentWrite(w cem.Write) {
 	p.writes = append(p.writes, w)
-	if acked {
+	if w.Acked {
 		p.acked = append(p.acked, w)
 	}
 }

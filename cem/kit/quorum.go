@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/fault"
 )
 
@@ -172,11 +173,20 @@ func (e *quorumEngine) placeLeader(writes []int, leader *Replica) {
 	}
 }
 
-// pendingWrite is a write sent without waiting for its answer.
+// pendingWrite is a write sent without waiting for its answer: p.writes[index], sent to
+// replica to at sent.
 type pendingWrite struct {
-	key    string
+	index  int
+	to     *Replica
+	sent   time.Time
 	cancel context.CancelFunc
-	done   chan error
+	done   chan writeAnswer
+}
+
+// writeAnswer is what the system's Write returned, and when.
+type writeAnswer struct {
+	err error
+	at  time.Time
 }
 
 // diverge realises D v: write j reaches exactly the replicas with v[i] >= j, and those with
@@ -191,7 +201,8 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	e.placeLeader(t.Writes, leader)
 	quorum := len(p.conc)/2 + 1
 	var pending []pendingWrite
-	defer func() { err = errors.Join(err, e.settle(pending)) }()
+	var failing time.Time // when the kit began failing every replica, the writes' receivers too
+	defer func() { err = errors.Join(err, e.settle(pending, failing)) }()
 	for j := 1; j <= t.WriteCount(); j++ {
 		var failing []int // abstract replicas
 		var receivers []*Replica
@@ -220,10 +231,13 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 				}
 			}
 			wctx, cancel := context.WithCancel(ctx)
-			w := pendingWrite{key: key, cancel: cancel, done: make(chan error, 1)}
-			go func() { w.done <- e.put(wctx, leader, key, value) }()
+			w := pendingWrite{index: len(p.writes), to: leader, sent: time.Now(), cancel: cancel, done: make(chan writeAnswer, 1)}
+			go func() {
+				err := e.put(wctx, leader, key, value)
+				w.done <- writeAnswer{err, time.Now()}
+			}()
 			pending = append(pending, w)
-			p.sent(key, value, false)
+			p.sentWrite(cem.Write{Key: key, Value: value, Minority: true, Answer: cem.NoAnswer, Async: p.async})
 			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
 		} else {
 			for _, a := range failing {
@@ -246,6 +260,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 		}
 	}
+	failing = time.Now()
 	for a, on := range p.state.On {
 		if on {
 			if err := e.fail(ctx, t, a, false); err != nil {
@@ -321,18 +336,43 @@ func (e *quorumEngine) awaitLogged(ctx context.Context, r *Replica, key, value s
 	return err
 }
 
-// settle ends the writes sent without waiting, once their leader is gone, and waits until
-// the system's Write has returned: it must return soon after its context ends.
-func (e *quorumEngine) settle(pending []pendingWrite) error {
+// settle ends the writes sent without waiting, once their leader is gone, waits until the
+// system's Write has returned (it must return soon after its context ends), and records each
+// answer in the step's writes (cem.Answer): an error counts as a refusal only where it came
+// before the kit began failing the servers (failing; zero when it never did) and before it
+// ended the wait, since afterwards it is the lost connection. An acknowledgement counts
+// whenever it came.
+func (e *quorumEngine) settle(pending []pendingWrite, failing time.Time) error {
+	p := e.p
 	var errs []error
+	ended := time.Now()
 	for _, w := range pending {
 		w.cancel()
 	}
 	for _, w := range pending {
+		sw := &p.writes[w.index]
+		var a writeAnswer
 		select {
-		case <-w.done:
-		case <-time.After(e.p.c.Spec.StepTimeout):
-			errs = append(errs, fmt.Errorf("the write of %s did not return after its context ended", w.key))
+		case a = <-w.done:
+		case <-time.After(p.c.Spec.StepTimeout):
+			errs = append(errs, fmt.Errorf("the write of %s did not return after its context ended", sw.Key))
+			continue
+		}
+		after := a.at.Sub(w.sent)
+		switch {
+		case a.err == nil:
+			sw.Acked, sw.Answer, sw.AnsweredAfter = true, cem.Acknowledged, after
+			p.acked = append(p.acked, *sw)
+			if p.async {
+				p.act(w.to, "write %s acknowledged %s after it was sent, before a quorum held it: the system acknowledges before replicating, so it must survive", sw.Key, after.Round(time.Millisecond))
+			} else {
+				p.act(w.to, "write %s acknowledged %s after it was sent, though only a minority received it: it cannot have committed", sw.Key, after.Round(time.Millisecond))
+			}
+		case a.at.Before(ended) && (failing.IsZero() || a.at.Before(failing)):
+			sw.Answer, sw.AnsweredAfter = cem.Refused, after
+			p.act(w.to, "write %s refused %s after it was sent: %v", sw.Key, after.Round(time.Millisecond), a.err)
+		default:
+			p.act(w.to, "write %s got no answer while its servers ran (%v)", sw.Key, a.err)
 		}
 	}
 	return errors.Join(errs...)

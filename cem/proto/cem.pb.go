@@ -802,12 +802,18 @@ func (x *StepReport) GetAlarms() []*Alarm {
 	return nil
 }
 
-// A write the step sent, in order, and whether the system acknowledged it as durable.
+// A write the step sent, in order, and whether the system acknowledged it as durable; for a
+// write that reaches only a minority (minority), what the system answered and when, and
+// whether the plugin declares asynchronous acknowledgement (async).
 type Write struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
 	Acked         bool                   `protobuf:"varint,3,opt,name=acked,proto3" json:"acked,omitempty"`
+	Minority      bool                   `protobuf:"varint,4,opt,name=minority,proto3" json:"minority,omitempty"`
+	Answer        string                 `protobuf:"bytes,5,opt,name=answer,proto3" json:"answer,omitempty"`
+	AnsweredAfter *durationpb.Duration   `protobuf:"bytes,6,opt,name=answered_after,json=answeredAfter,proto3" json:"answered_after,omitempty"`
+	Async         bool                   `protobuf:"varint,7,opt,name=async,proto3" json:"async,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -859,6 +865,34 @@ func (x *Write) GetValue() string {
 func (x *Write) GetAcked() bool {
 	if x != nil {
 		return x.Acked
+	}
+	return false
+}
+
+func (x *Write) GetMinority() bool {
+	if x != nil {
+		return x.Minority
+	}
+	return false
+}
+
+func (x *Write) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
+func (x *Write) GetAnsweredAfter() *durationpb.Duration {
+	if x != nil {
+		return x.AnsweredAfter
+	}
+	return nil
+}
+
+func (x *Write) GetAsync() bool {
+	if x != nil {
+		return x.Async
 	}
 	return false
 }
@@ -1695,11 +1729,15 @@ const file_cem_proto_rawDesc = "" +
 	"\aactions\x18\x01 \x03(\v2\x12.modulo.cem.ActionR\aactions\x12)\n" +
 	"\x06writes\x18\x02 \x03(\v2\x11.modulo.cem.WriteR\x06writes\x12;\n" +
 	"\fobservations\x18\x03 \x03(\v2\x17.modulo.cem.ObservationR\fobservations\x12)\n" +
-	"\x06alarms\x18\x04 \x03(\v2\x11.modulo.cem.AlarmR\x06alarms\"E\n" +
+	"\x06alarms\x18\x04 \x03(\v2\x11.modulo.cem.AlarmR\x06alarms\"\xd1\x01\n" +
 	"\x05Write\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x14\n" +
-	"\x05acked\x18\x03 \x01(\bR\x05acked\"\x9f\x01\n" +
+	"\x05acked\x18\x03 \x01(\bR\x05acked\x12\x1a\n" +
+	"\bminority\x18\x04 \x01(\bR\bminority\x12\x16\n" +
+	"\x06answer\x18\x05 \x01(\tR\x06answer\x12@\n" +
+	"\x0eanswered_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\ransweredAfter\x12\x14\n" +
+	"\x05async\x18\a \x01(\bR\x05async\"\x9f\x01\n" +
 	"\vObservation\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x03R\areplica\x12;\n" +
 	"\x06fields\x18\x02 \x03(\v2#.modulo.cem.Observation.FieldsEntryR\x06fields\x1a9\n" +
@@ -1819,34 +1857,35 @@ var file_cem_proto_depIdxs = []int32{
 	12, // 10: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
 	13, // 11: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
 	14, // 12: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
-	28, // 13: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
-	31, // 14: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	19, // 15: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	20, // 16: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	29, // 17: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	25, // 18: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
-	6,  // 19: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
-	25, // 20: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
-	15, // 21: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
-	0,  // 22: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	5,  // 23: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	8,  // 24: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	17, // 25: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	21, // 26: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	23, // 27: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
-	26, // 28: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
-	1,  // 29: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	7,  // 30: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	10, // 31: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	18, // 32: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	22, // 33: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	24, // 34: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
-	27, // 35: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
-	29, // [29:36] is the sub-list for method output_type
-	22, // [22:29] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	30, // 13: modulo.cem.Write.answered_after:type_name -> google.protobuf.Duration
+	28, // 14: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	31, // 15: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	19, // 16: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	20, // 17: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	29, // 18: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	25, // 19: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
+	6,  // 20: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
+	25, // 21: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
+	15, // 22: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
+	0,  // 23: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	5,  // 24: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	8,  // 25: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	17, // 26: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	21, // 27: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	23, // 28: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
+	26, // 29: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
+	1,  // 30: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	7,  // 31: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	10, // 32: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	18, // 33: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	22, // 34: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	24, // 35: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
+	27, // 36: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
+	30, // [30:37] is the sub-list for method output_type
+	23, // [23:30] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }

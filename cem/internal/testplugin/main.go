@@ -163,7 +163,8 @@ func (m *memory) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		return cem.StepReport{}, nil
 	case "report": // every field of a step report, for the protocol's round trip
 		return cem.StepReport{
-			Writes:       []cem.Write{{Key: fmt.Sprintf("step %d", step.Index), Value: step.Transition, Acked: true}},
+			Writes: []cem.Write{{Key: fmt.Sprintf("step %d", step.Index), Value: step.Transition, Acked: true},
+				{Key: "minority", Value: "v", Acked: true, Minority: true, Answer: cem.Acknowledged, AnsweredAfter: 34 * time.Millisecond, Async: true}},
 			Observations: []cem.Observation{{Replica: 1, Fields: map[string]string{"role": "leader", "term": "2"}}},
 			Alarms:       []cem.Alarm{{Replica: 2, What: "digest mismatches: 1"}, {Replica: 1, What: "prev-link", Broken: true}, {Replica: 0, What: "exited", Unrecoverable: true}, {Replica: 2, What: "restart required", Stuck: true}},
 		}, nil
