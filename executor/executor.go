@@ -98,7 +98,7 @@ type Campaign struct {
 	// checks nothing.
 	FailureBudget int64
 	MinFree       int64
-	// Follow, when set, is told each step's observations (0-based step) as the plugin reports
+	// Follow, when set, is told each step's observations (1-based step) as the plugin reports
 	// them; where it answers how they depart from a course the caller follows (a replay of a
 	// recorded run), the schedule is abandoned there, torn down without a check, and recorded
 	// incomplete with that answer (results.Record.Departed).
@@ -106,6 +106,10 @@ type Campaign struct {
 	// Trace keeps the actions of every schedule that passes (results.Store.WriteTrace); those
 	// of the others are in their failure folders.
 	Trace bool
+	// KeepPasses keeps the folder of a schedule that passes as a failure's is kept
+	// (results.Store.WritePass): its actions, replicas' data, servers' logs and cluster
+	// directory. Replay --keep sets it: its user asked to keep the run, whatever its verdict.
+	KeepPasses bool
 	// Prefix, when set, is the saved prefix every schedule restores in place of starting
 	// afresh: a replay of a run that restored it (results.Restored), from the copy its failure
 	// folder keeps. Prefixes are then not shared.
@@ -441,11 +445,11 @@ func (o *outcome) harness(format string, args ...any) {
 	o.verdict, o.detail = oracle.Error, fmt.Sprintf(format, args...)
 }
 
-// took records step i's actions for the failure folder and its observations for the record.
+// took records step i's actions (i 0-based) for the failure folder and its observations for the record.
 func (o *outcome) took(rec *results.Record, i int, text string, actions []cem.Action, observations []cem.Observation) {
 	o.actions = append(o.actions, results.StepActions{Step: i, Transition: text, Actions: actions})
 	if len(observations) > 0 {
-		rec.Observations = append(rec.Observations, results.StepObservations{Step: i, Replicas: observations})
+		rec.Observations = append(rec.Observations, results.StepObservations{Step: i + 1, Replicas: observations})
 	}
 }
 
@@ -477,6 +481,8 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 		StepsMS:       []float64{},
 	}
 	o := w.execute(ctx, s, next, &rec)
+	// Hold returns at the interrupt: whether one cut the schedule short is known before it.
+	cut := ctx.Err() != nil
 	if c.Hold != nil && o.made && w.plugin != nil && !w.plugin.Exited() {
 		c.Hold(ctx, Kept{Dir: w.dir, Namespaces: c.Info.Capabilities.InNamespaces(), BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
 	}
@@ -489,11 +495,16 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 	rec.End = time.Now()
 	// A schedule cut short by the interrupt has no verdict: the next run runs it. One that got
 	// as far as comparing data has one.
-	if ctx.Err() != nil && o.verdict != oracle.Pass && o.verdict != oracle.Fail {
+	if cut && o.verdict != oracle.Pass && o.verdict != oracle.Fail {
 		return os.RemoveAll(w.dir)
 	}
 	rec.Verdict, rec.Detail, rec.Class, rec.Step, rec.Difference = o.verdict, o.detail, o.class, o.step, o.difference
 	if o.verdict == oracle.Pass {
+		if c.KeepPasses {
+			if err := c.Store.WritePass(w.folder(s, rec, &o)); err != nil {
+				return err
+			}
+		}
 		// The failure folder, if any, is an earlier run's error, which this pass replaces.
 		if err := errors.Join(os.RemoveAll(w.dir), os.RemoveAll(c.Store.FailureDir(s.ID))); err != nil {
 			return fmt.Errorf("schedule %s passed: %w", s.ID, err)
@@ -503,29 +514,34 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 				return fmt.Errorf("schedule %s passed: %w", s.ID, err)
 			}
 		}
-	} else {
-		f := results.Failure{
-			Header: c.Header, Schedule: s, Record: rec, Detail: o.detail,
-			Actions: o.actions, Snapshot: o.snap, Evidence: o.evidence,
-		}
-		if o.full != "" {
-			f.Detail = o.full
-		}
-		if o.made {
-			f.Cluster, f.ClusterBudget = w.dir, c.FailureBudget
-		}
-		if sv := o.restored; sv != nil {
-			f.Prefix = &results.KeptPrefix{Dir: sv.dir, From: sv.from, Saved: sv.saved, Steps: sv.steps}
-		}
-		if err := c.Store.WriteFailure(f); err != nil {
-			return err
-		}
+	} else if err := c.Store.WriteFailure(w.folder(s, rec, &o)); err != nil {
+		return err
 	}
 	if err := c.Store.Append(rec); err != nil {
 		return err
 	}
 	w.run.count(o.verdict, false, o.work)
 	return nil
+}
+
+// folder is what the folder of schedule s's run keeps, with record rec and outcome o: the
+// cluster directory is moved into it.
+func (w *worker) folder(s schedules.Schedule, rec results.Record, o *outcome) results.Failure {
+	c := &w.run.c
+	f := results.Failure{
+		Header: c.Header, Schedule: s, Record: rec, Detail: o.detail,
+		Actions: o.actions, Snapshot: o.snap, Evidence: o.evidence,
+	}
+	if o.full != "" {
+		f.Detail = o.full
+	}
+	if o.made {
+		f.Cluster, f.ClusterBudget = w.dir, c.FailureBudget
+	}
+	if sv := o.restored; sv != nil {
+		f.Prefix = &results.KeptPrefix{Dir: sv.dir, From: sv.from, Saved: sv.saved, Steps: sv.steps}
+	}
+	return f
 }
 
 // execute runs schedule s: a plugin, free ports, a fresh directory, then the cluster through
@@ -631,7 +647,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		o.work.Steps++
 		o.took(rec, i, text, report.Actions, report.Observations)
 		if c.Follow != nil && err == nil {
-			if d := c.Follow(i, report.Observations); d != "" {
+			if d := c.Follow(i+1, report.Observations); d != "" {
 				rec.Departed = d
 				early = nil // what was judged before is not this course's
 				o.verdict = oracle.Incomplete

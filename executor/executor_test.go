@@ -645,7 +645,7 @@ func TestRunFollow(t *testing.T) {
 	}
 	recs := recordsByID(t, dir)
 	r := recs[left]
-	if r.Verdict != oracle.Incomplete || !strings.HasPrefix(r.Departed, "step 0: replica 0 sync=FULL") || !strings.Contains(r.Detail, "left the followed course") {
+	if r.Verdict != oracle.Incomplete || !strings.HasPrefix(r.Departed, "step 1: replica 0 sync=FULL") || !strings.Contains(r.Detail, "left the followed course") {
 		t.Errorf("the schedule that left the course: %s %q, departed %q; want incomplete, departed after its first step", r.Verdict, r.Detail, r.Departed)
 	}
 	if len(r.StepsMS) != 1 {

@@ -349,14 +349,14 @@ func checkFailure(t *testing.T, s *results.Summary, r results.Record, sec *html.
 	// hovering: its role, its epoch and its position.
 	for _, so := range r.Observations {
 		for _, o := range so.Replicas {
-			cell := cellOf(o.Replica, so.Step+1)
+			cell := cellOf(o.Replica, so.Step)
 			if cell == nil {
-				t.Errorf("%s: replica %d observed after step %d, which the timeline lacks", r.ID, o.Replica, so.Step+1)
+				t.Errorf("%s: replica %d observed after step %d, which the timeline lacks", r.ID, o.Replica, so.Step)
 				continue
 			}
 			for _, k := range []string{cem.ObserveRole, cem.ObserveEpoch, cem.ObservePosition} {
 				if v := o.Fields[k]; v != "" && !strings.Contains(text(cell), v) {
-					t.Errorf("%s: replica %d's cell of step %d does not show its observed %s %q: %q", r.ID, o.Replica, so.Step+1, k, v, text(cell))
+					t.Errorf("%s: replica %d's cell of step %d does not show its observed %s %q: %q", r.ID, o.Replica, so.Step, k, v, text(cell))
 				}
 			}
 		}

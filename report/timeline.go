@@ -114,7 +114,7 @@ func newTimeline(h schedules.Header, s schedules.Schedule, actions []results.Ste
 			if j > 0 {
 				c.Events = events(&s.Steps[j-1], &states[j-1], &st, i, failedAs(h.DRM, &st, i))
 				acts = replicaActions(actions, j-1, i)
-				if o := observed(rec.Observations, j-1, i); o != nil {
+				if o := observed(rec.Observations, j, i); o != nil {
 					c.Role, c.Epoch, c.Position = o[cem.ObserveRole], epochText(o[cem.ObserveEpoch]), o[cem.ObservePosition]
 					c.Sync = syncText(o[cem.ObserveSync])
 					if o[cem.ObserveNetwork] == cem.CutOff {
@@ -278,7 +278,7 @@ func serversOf(actions []results.StepActions, n, columns int) [][]string {
 	return servers
 }
 
-// observed returns what the plugin observed of replica i after step, or nil.
+// observed returns what the plugin observed of replica i after step (1-based), or nil.
 func observed(obs []results.StepObservations, step, i int) map[string]string {
 	for _, so := range obs {
 		if so.Step != step {

@@ -26,8 +26,8 @@ func TestTimelinePartition(t *testing.T) {
 	}
 	cut := map[string]string{cem.ObserveNetwork: cem.CutOff, cem.ObserveRole: "not serving"}
 	obs := []results.StepObservations{
-		{Step: 0, Replicas: []cem.Observation{{Replica: 0, Fields: cut}, {Replica: 1, Fields: cut}, {Replica: 2, Fields: cut}}},
-		{Step: 1, Replicas: []cem.Observation{{Replica: 0, Fields: map[string]string{cem.ObserveRole: "leader"}}, {Replica: 2, Fields: cut}}},
+		{Step: 1, Replicas: []cem.Observation{{Replica: 0, Fields: cut}, {Replica: 1, Fields: cut}, {Replica: 2, Fields: cut}}},
+		{Step: 2, Replicas: []cem.Observation{{Replica: 0, Fields: map[string]string{cem.ObserveRole: "leader"}}, {Replica: 2, Fields: cut}}},
 	}
 	tl, err := newTimeline(schedules.Header{DRM: d, Params: aem.Params{Ops: 1, Replicas: 3}}, schedules.Schedule{ID: "x", Steps: steps}, nil, results.Record{Observations: obs})
 	if err != nil {
@@ -72,33 +72,33 @@ func TestTimelineMarks(t *testing.T) {
 		{
 			name: "a pass whose replicas agree", drm: "qcz", body: "D[0,0,1] C[0,1] C[2]", replicas: 3,
 			rec: results.Record{Verdict: oracle.Pass, Observations: []results.StepObservations{
-				obs(1, cem.ObserveEpoch, "1", "1"), obs(2, cem.ObserveEpoch, "1", "1", "1"),
+				obs(2, cem.ObserveEpoch, "1", "1"), obs(3, cem.ObserveEpoch, "1", "1", "1"),
 			}},
 		},
 		{
 			name: "the odd epoch out of three, then the check at the end", drm: "qcz", body: "D[0,0,1] C[0,1] C[2]", replicas: 3,
 			rec: results.Record{Verdict: oracle.Fail, Class: oracle.Diverged, Observations: []results.StepObservations{
-				obs(1, cem.ObserveEpoch, "1", "1"), obs(2, cem.ObserveEpoch, "1", "1", "2"),
+				obs(2, cem.ObserveEpoch, "1", "1"), obs(3, cem.ObserveEpoch, "1", "1", "2"),
 			}},
 			seen: 3, parted: 3, apart: []apart{{2, 3}},
 		},
 		{
 			name: "two positions apart, both flagged, before the check saw it", drm: "qcz", body: "D[0,0,1] C[0,1] C[2]", replicas: 3,
 			rec: results.Record{Verdict: oracle.Fail, Class: oracle.LostWrite, Step: 3, Observations: []results.StepObservations{
-				obs(1, cem.ObservePosition, "0/10", "0/20"), obs(2, cem.ObservePosition, "0/20", "0/20", "0/20"),
+				obs(2, cem.ObservePosition, "0/10", "0/20"), obs(3, cem.ObservePosition, "0/20", "0/20", "0/20"),
 			}},
 			seen: 3, parted: 2, apart: []apart{{0, 2}, {1, 2}},
 		},
 		{
 			name: "a divergence parts them by design", drm: "sclr", body: "D[1,0](n,c) C[1]<-,0>", replicas: 2,
 			rec: results.Record{Verdict: oracle.Pass, Observations: []results.StepObservations{
-				obs(0, cem.ObservePosition, "5", "3"), obs(1, cem.ObservePosition, "7", "7"),
+				obs(1, cem.ObservePosition, "5", "3"), obs(2, cem.ObservePosition, "7", "7"),
 			}},
 		},
 		{
 			name: "a replica offline and unlinked is not compared", drm: "sclr", body: "D[1,0](n,c) C[1]<-,->off1 C[1]<-,0>", replicas: 2,
 			rec: results.Record{Verdict: oracle.Fail, Class: oracle.BrokenReplication, Step: 3, Observations: []results.StepObservations{
-				obs(1, cem.ObservePosition, "5", "3"), obs(2, cem.ObservePosition, "7", "6"),
+				obs(2, cem.ObservePosition, "5", "3"), obs(3, cem.ObservePosition, "7", "6"),
 			}},
 			seen: 3, parted: 3, apart: []apart{{0, 3}, {1, 3}},
 		},

@@ -36,6 +36,9 @@ type Setup struct {
 	Hold func(ctx context.Context, k executor.Kept)
 	// Trace keeps the actions of a run that passes in its directory (executor.Campaign.Trace).
 	Trace bool
+	// KeepPasses keeps a run that passes as one that fails is kept, in its directory's
+	// passes/<ID>/ (executor.Campaign.KeepPasses).
+	KeepPasses bool
 	// Out, when set, shows each run as it goes: every step as it starts, and its concrete
 	// actions and time when the plugin returns them (the plugin reports a step's actions when
 	// the step is done), then the verdict.
@@ -80,9 +83,10 @@ func (r Result) OnCourse() Result {
 // between runs of one course: they count elections, not what the cluster did.
 var courseFields = []string{cem.ObserveRole, cem.ObservePosition, cem.ObserveSync, cem.ObserveNetwork}
 
-// course returns executor.Campaign.Follow for the recorded observations obs: after step i,
-// the first of them (of courseFields) that the run's differ from, or "" when the run is still
-// on course (or the recorded run observed nothing after that step).
+// course returns executor.Campaign.Follow for the recorded observations obs: after step i
+// (1-based, as both number it), the first of them (of courseFields) that the run's differ
+// from, or "" when the run is still on course (or the recorded run observed nothing after that
+// step).
 func course(obs []results.StepObservations) func(int, []cem.Observation) string {
 	return func(i int, got []cem.Observation) string {
 		for _, so := range obs {
@@ -228,7 +232,7 @@ func runOnce(ctx context.Context, setup Setup, launch executor.Launcher, h sched
 		Total: 1, Info: setup.Info, PluginConfig: setup.PluginConfig,
 		Launch: launch, Store: store, Workers: 1,
 		BasePort: setup.BasePort, StepTimeout: setup.StepTimeout, Check: setup.Check, Hold: setup.Hold, Trace: setup.Trace,
-		Follow: follow, Prefix: prefix,
+		KeepPasses: setup.KeepPasses, Follow: follow, Prefix: prefix,
 	})
 	if err := errors.Join(runErr, store.Close()); err != nil {
 		return rec, false, fmt.Errorf("run %s again: %w", s.ID, err)

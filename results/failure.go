@@ -36,6 +36,9 @@ const (
 	ClusterDir = "cluster" // the cluster directory, moved here
 	// TracesDir holds, with --trace, the actions of every schedule that passed: <ID>.txt.
 	TracesDir = "traces"
+	// PassesDir holds, for a run asked to keep its schedule whatever its verdict (replay
+	// --keep), the folder of a schedule that passed, <ID>/: what a failure folder holds.
+	PassesDir = "passes"
 )
 
 // StepActions are the actions the plugin took for one step.
@@ -79,16 +82,30 @@ const LeftOutText = "LEFT-OUT.txt"
 // FailureDir returns the failure folder of schedule id.
 func (s *Store) FailureDir(id string) string { return filepath.Join(s.dir, FailuresDir, id) }
 
+// PassDir returns the folder of schedule id, which passed, where a run keeps it (WritePass).
+func (s *Store) PassDir(id string) string { return filepath.Join(s.dir, PassesDir, id) }
+
 // WriteFailure writes the failure folder of f.Record.ID, replacing any left by an earlier run
 // that was killed before recording. Call it before Append, so that every recorded non-pass
 // has its complete folder.
 func (s *Store) WriteFailure(f Failure) error {
-	dir := s.FailureDir(f.Record.ID)
+	return writeFolder(s.FailureDir(f.Record.ID), f)
+}
+
+// WritePass writes, for a schedule that passed in a run asked to keep it, what a failure
+// folder holds into PassDir: its actions, replicas' data, servers' logs and cluster directory.
+// Call it before Append, as WriteFailure.
+func (s *Store) WritePass(f Failure) error {
+	return writeFolder(s.PassDir(f.Record.ID), f)
+}
+
+// writeFolder writes the folder of f into dir, replacing whatever dir held.
+func writeFolder(dir string, f Failure) error {
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("failure folder: %w", err)
+		return fmt.Errorf("folder: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("failure folder: %w", err)
+		return fmt.Errorf("folder: %w", err)
 	}
 	err := errors.Join(
 		writeText(filepath.Join(dir, ScheduleText), func(w io.Writer) error {
@@ -122,7 +139,7 @@ func (s *Store) WriteFailure(f Failure) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("failure folder %s: %w", dir, err)
+		return fmt.Errorf("folder %s: %w", dir, err)
 	}
 	return nil
 }

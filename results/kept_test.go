@@ -133,3 +133,27 @@ func withVerdict(r results.Record, v oracle.Verdict, c oracle.Class) results.Rec
 	r.Verdict, r.Class = v, c
 	return r
 }
+
+// TestKeptObservationSteps: the kept campaigns' records, written when observations numbered
+// their steps from 0, read as observed after steps 1 to the last step taken, as their
+// actions.txt and every message number them.
+func TestKeptObservationSteps(t *testing.T) {
+	observed := 0
+	for _, dir := range keptCampaigns(t) {
+		recs, err := results.ReadRecords(filepath.Join(dir, results.RecordsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			for _, so := range r.Observations {
+				observed++
+				if so.Step < 1 || so.Step > len(r.StepsMS) {
+					t.Errorf("%s: %s observed after step %d, not one of its %d steps taken", filepath.Base(dir), r.ID, so.Step, len(r.StepsMS))
+				}
+			}
+		}
+	}
+	if observed == 0 {
+		t.Fatal("no kept record observed anything")
+	}
+}

@@ -27,7 +27,7 @@ func FirstDifference(a, b []StepObservations, aName, bName string) string {
 		ar, br := am[step], bm[step]
 		for _, r := range unionKeys(ar, br) {
 			if d := fieldsDiffer(ar[r], br[r]); d != nil {
-				return fmt.Sprintf("step %d: replica %d %s in %s, %s in %s", step+1, r, render(ar[r], d), aName, render(br[r], d), bName)
+				return fmt.Sprintf("step %d: replica %d %s in %s, %s in %s", step, r, render(ar[r], d), aName, render(br[r], d), bName)
 			}
 		}
 	}

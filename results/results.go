@@ -5,6 +5,8 @@
 //	records.jsonl        one JSON record per schedule run, appended as each ends
 //	failures/<ID>/       for every schedule that did not pass: the schedule, the actions the
 //	                     plugin took, each replica's data, the servers' logs and cluster directory
+//	passes/<ID>/         the same for a schedule that passed in a run asked to keep it (replay
+//	                     --keep)
 //	work/w<k>/           worker k's cluster directory while a schedule runs
 //	reproductions.jsonl  one record per replay of a recorded schedule (modulo replay, shrink)
 //	replays/<ID>/        the runs of each replay, each a results directory of its own
@@ -149,10 +151,36 @@ type Restored struct {
 	Digest string `json:"digest"`
 }
 
-// StepObservations are what the plugin observed after one step (0-based), by replica.
+// StepObservations are what the plugin observed after one step, by replica. Step is 1-based,
+// as actions.txt, traces and every message number steps; records.jsonl names it "after_step".
 type StepObservations struct {
-	Step     int               `json:"step"`
+	Step     int               `json:"after_step"`
 	Replicas []cem.Observation `json:"replicas"`
+}
+
+// UnmarshalJSON reads the observations of a step as records.jsonl holds them: "after_step", or
+// in records written before it a 0-based "step" (kept campaigns, users' own), which a new
+// field name tells apart where a campaign.json could not, since a resumed or merged campaign
+// mixes records of both.
+func (so *StepObservations) UnmarshalJSON(b []byte) error {
+	var v struct {
+		AfterStep *int              `json:"after_step"`
+		Step      *int              `json:"step"`
+		Replicas  []cem.Observation `json:"replicas"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch {
+	case v.AfterStep != nil:
+		so.Step = *v.AfterStep
+	case v.Step != nil:
+		so.Step = *v.Step + 1
+	default:
+		return errors.New("observations of no step: neither after_step nor step")
+	}
+	so.Replicas = v.Replicas
+	return nil
 }
 
 // ErrOtherCampaign says that a results directory holds another campaign.

@@ -71,7 +71,7 @@ func (r Record) syncAt(replicas map[int]bool) string {
 	}
 	obs := r.Observations[len(r.Observations)-1]
 	if r.Step > 0 {
-		i := slices.IndexFunc(r.Observations, func(o StepObservations) bool { return o.Step == r.Step-1 })
+		i := slices.IndexFunc(r.Observations, func(o StepObservations) bool { return o.Step == r.Step })
 		if i < 0 {
 			return ""
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/modulo-testing/modulo/executor"
 	"github.com/modulo-testing/modulo/internal/cmdutil"
 	"github.com/modulo-testing/modulo/internal/words"
+	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/rerun"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -32,7 +33,8 @@ type Options struct {
 	Dir    string // the campaign's results directory
 	ID     string
 	Repeat int
-	// Keep leaves the cluster up after the run, until Ctrl-C.
+	// Keep leaves the cluster up after the run, until Ctrl-C, and keeps the run's actions,
+	// data and logs whatever its verdict.
 	Keep bool
 	// Trace keeps the actions of every run, those that pass included, in the run's directory.
 	Trace bool
@@ -61,8 +63,11 @@ then the verdict.
 
 --repeat K runs it K times and tells how often the recorded verdict reproduces (k of K). The
 result is appended to DIR/reproductions.jsonl; 'modulo results' labels a failure that
-reproduced 0 times flaky rather than a bug. Every run keeps its own results (actions, each
-replica's data, logs) in DIR/replays/ID/<time>/<k>/; the campaign's records are not touched.
+reproduced 0 times flaky rather than a bug. Every run keeps its own results in
+DIR/replays/ID/<time>/<k>/: its record and, for a run that does not pass, its failure folder
+(failures/ID/: actions, each replica's data, the servers' logs); --trace keeps the actions of
+a run that passes too (traces/ID.txt), and --keep its whole folder (passes/ID/). The
+campaign's records are not touched.
 
 --follow keeps only the runs that take the recorded course: a run whose observations after a
 step (each replica's role, position, how it resynced, whether it was cut off; not terms or a
@@ -82,7 +87,9 @@ after the prefix run again.
 and where it listens, so that the failure can be looked at live: on loopback its ports
 (redis-cli -p PORT, zkCli.sh...), in network namespaces (the default as root) the nsenter
 command that runs a client in the server's own namespace (nsenter --net=/proc/PID/ns/net
-redis-cli). Ctrl-C tears it down.
+redis-cli). Ctrl-C tears it down. The run then keeps its actions, each replica's data and the
+servers' logs whatever its verdict, in failures/ID/ of its directory, or passes/ID/ for a
+pass, and says where.
 
 The plugin runs with the campaign's plugin table (kept in campaign.json) unless --config
 names a file, whose table is used instead. ID may also be the smallest schedule a shrink
@@ -111,7 +118,7 @@ or not made, 0 when every run passed, 2 on bad input.`,
 	cmd.Flags().BoolVar(&opts.Follow, "follow", false, "abandon a run that leaves the recorded run's course, and run until --repeat runs followed it (or --tries were made)")
 	cmd.Flags().IntVar(&opts.Tries, "tries", 0, "with --follow, make at most `N` runs (default: 4 times --repeat)")
 	cmd.Flags().BoolVar(&opts.FromPrefix, "from-prefix", false, "restore, in each run, the saved prefix the recorded run restored (kept in its failure folder), instead of running every step from scratch")
-	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the cluster running after the last step, saying how to reach each server, until Ctrl-C tears it down; keep the run's actions, data and logs whatever its verdict")
 	setFlags = cmdutil.AddSettingFlags(cmd, &opts.Settings)
 	return cmd
 }
@@ -139,6 +146,15 @@ func hold(ctx context.Context, out io.Writer, k executor.Kept) {
 	}
 	fmt.Fprintln(out, "press Ctrl-C to tear it down")
 	<-ctx.Done()
+}
+
+// keptFolder is where the run whose results directory is dir keeps the actions, data and
+// logs of its schedule, which record rec ran (executor.Campaign.KeepPasses for a pass).
+func keptFolder(dir string, rec results.Record) string {
+	if rec.Verdict == oracle.Pass {
+		return filepath.Join(dir, results.PassesDir, rec.ID)
+	}
+	return filepath.Join(dir, results.FailuresDir, rec.ID)
 }
 
 // explainDifferences prints, for every run whose verdict differs from the recorded one, the
@@ -207,6 +223,7 @@ func Run(opts *Options) error {
 	t.Setup.Out, t.Setup.Trace = opts.Out, opts.Trace
 	if opts.Keep {
 		t.Setup.Hold = func(ctx context.Context, k executor.Kept) { hold(ctx, opts.Out, k) }
+		t.Setup.KeepPasses = true // the user asked to keep this run
 	}
 	mopts.Start = time.Now()
 	fmt.Fprintf(opts.Out, "replay %s, %d %s; runs kept in %s\n", opts.ID, opts.Repeat, words.Plural(opts.Repeat, "run", "runs"), filepath.Join(opts.Dir, t.RunsDir(mopts.Start)))
@@ -226,6 +243,9 @@ func Run(opts *Options) error {
 	}
 	if m.Reproduction != nil {
 		explainDifferences(opts.Out, t, m.Result.Records)
+	}
+	if opts.Keep && len(m.Result.Records) == 1 {
+		fmt.Fprintf(opts.Out, "the run's actions, data and logs are kept in %s\n", keptFolder(filepath.Join(opts.Dir, m.Dir, "1"), m.Result.Records[0]))
 	}
 	if m.Result.Interrupted {
 		fmt.Fprintf(errOut, "modulo: interrupted after %d of %d runs\n", m.Made, opts.Repeat)

@@ -231,3 +231,23 @@ func TestExplainOtherClass(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptFolder: a --keep run names where its actions, data and logs are: passes/ID/ for a
+// pass, its failure folder for any other verdict.
+func TestKeptFolder(t *testing.T) {
+	const id = "9f04dcda77776788"
+	tests := []struct {
+		verdict oracle.Verdict
+		want    string
+	}{
+		{oracle.Pass, filepath.Join("run", results.PassesDir, id)},
+		{oracle.Fail, filepath.Join("run", results.FailuresDir, id)},
+		{oracle.Incomplete, filepath.Join("run", results.FailuresDir, id)},
+		{oracle.Error, filepath.Join("run", results.FailuresDir, id)},
+	}
+	for _, tt := range tests {
+		if got := keptFolder("run", results.Record{ID: id, Verdict: tt.verdict}); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.verdict, got, tt.want)
+		}
+	}
+}
