@@ -32,6 +32,10 @@ type Capabilities struct {
 	Declared []DRMSpec
 	// PortsPerReplica is how many consecutive ports each replica needs.
 	PortsPerReplica int
+	// ServicePorts is how many ports the cluster's own services need (processes the plugin
+	// runs beside the replicas and never fails, kit.About.Services): on loopback, the ports
+	// after every replica's.
+	ServicePorts int
 	// Restore says that the plugin implements Restorer: it can save a cluster whose state is
 	// entirely on disk and restart from the copy later, instead of replaying the steps that
 	// led to it.
@@ -52,6 +56,10 @@ const (
 	NetworkNamespaces = "namespaces"
 	NetworkLoopback   = "loopback"
 )
+
+// Ports is how many consecutive ports from ClusterSpec.BasePort a cluster of replicas takes on
+// loopback: its replicas', then its services'.
+func (c Capabilities) Ports(replicas int) int { return replicas*c.PortsPerReplica + c.ServicePorts }
 
 // InNamespaces tells whether a plugin with these capabilities runs its clusters in network
 // namespaces unless told otherwise.
@@ -76,7 +84,8 @@ type ClusterSpec struct {
 	// Dir is a fresh directory the plugin owns for this cluster: data, logs, pid files.
 	Dir string
 	// BasePort is the first port of the range; replica i owns ports
-	// BasePort+i*PortsPerReplica .. BasePort+(i+1)*PortsPerReplica-1 on 127.0.0.1.
+	// BasePort+i*PortsPerReplica .. BasePort+(i+1)*PortsPerReplica-1 on 127.0.0.1, and the
+	// cluster's services the Capabilities.ServicePorts after the last replica's.
 	BasePort int
 	// ScheduleID names the schedule, so that written values are unique to it.
 	ScheduleID string

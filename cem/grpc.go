@@ -54,6 +54,7 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 			Network:         info.Capabilities.Network,
 			Failures:        info.Capabilities.Failures,
 			Declared:        specsPB(info.Capabilities.Declared),
+			ServicePorts:    int64(info.Capabilities.ServicePorts),
 		},
 	}}, nil
 }
@@ -261,6 +262,7 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 			Network:         info.GetCapabilities().GetNetwork(),
 			Failures:        info.GetCapabilities().GetFailures(),
 			Declared:        specsOf(info.GetCapabilities().GetDeclared()),
+			ServicePorts:    int(info.GetCapabilities().GetServicePorts()),
 		},
 	}, nil
 }

@@ -192,12 +192,10 @@ const DefaultPortWait = 90 * time.Second
 // few local servers takes well under a second.
 const TeardownTimeout = 15 * time.Second
 
-// Stride is how many ports apart the ranges of two workers start: what a cluster needs,
-// rounded up to a multiple of 10 so that worker k's ports are easy to tell in logs.
-func Stride(replicas, portsPerReplica int) int {
-	n := replicas * portsPerReplica
-	return (n + 9) / 10 * 10
-}
+// Stride is how many ports apart the ranges of two workers start: the ports a cluster needs
+// (cem.Capabilities.Ports), rounded up to a multiple of 10 so that worker k's ports are easy
+// to tell in logs.
+func Stride(ports int) int { return (ports + 9) / 10 * 10 }
 
 // Summary counts a campaign's verdicts, those recorded by earlier runs included.
 type Summary struct {
@@ -259,7 +257,7 @@ func Run(ctx context.Context, c Campaign) (Summary, error) {
 		readErr = r.feed(runCtx, jobs)
 	}()
 
-	stride := Stride(c.Header.Params.Replicas, c.Info.Capabilities.PortsPerReplica)
+	stride := Stride(c.Info.Capabilities.Ports(c.Header.Params.Replicas))
 	var wg sync.WaitGroup
 	for k := range c.Workers {
 		w := &worker{
@@ -484,7 +482,7 @@ func (w *worker) runOne(ctx context.Context, s schedules.Schedule, next *schedul
 	// Hold returns at the interrupt: whether one cut the schedule short is known before it.
 	cut := ctx.Err() != nil
 	if c.Hold != nil && o.made && w.plugin != nil && !w.plugin.Exited() {
-		c.Hold(ctx, Kept{Dir: w.dir, Namespaces: c.Info.Capabilities.InNamespaces(), BasePort: w.base, Ports: c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica})
+		c.Hold(ctx, Kept{Dir: w.dir, Namespaces: c.Info.Capabilities.InNamespaces(), BasePort: w.base, Ports: c.Info.Capabilities.Ports(c.Header.Params.Replicas)})
 	}
 	if err := w.cleanup(ctx, &o); err != nil {
 		return err
@@ -889,7 +887,7 @@ func (w *worker) awaitPorts(ctx context.Context) error {
 	if c.Info.Capabilities.InNamespaces() {
 		return nil
 	}
-	n := c.Header.Params.Replicas * c.Info.Capabilities.PortsPerReplica
+	n := c.Info.Capabilities.Ports(c.Header.Params.Replicas)
 	limit := c.PortWait
 	if limit <= 0 {
 		limit = DefaultPortWait

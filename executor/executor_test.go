@@ -52,7 +52,7 @@ func openStore(t *testing.T, dir string, h schedules.Header) *results.Store {
 
 func campaign(t *testing.T, sys *fakeSystem, st *results.Store, h schedules.Header, ss []schedules.Schedule, workers int) executor.Campaign {
 	t.Helper()
-	stride := executor.Stride(h.Params.Replicas, fakeInfo.Capabilities.PortsPerReplica)
+	stride := executor.Stride(fakeInfo.Capabilities.Ports(h.Params.Replicas))
 	return executor.Campaign{
 		Header: h, Next: schedules.Stream(ss), Total: uint64(len(ss)), Info: fakeInfo,
 		Launch: sys.launch, Store: st, Workers: workers,
@@ -82,13 +82,15 @@ func countsOf(s executor.Summary) executor.Summary {
 	return s
 }
 
+// TestStride: a worker's block holds its replicas' ports and its services', rounded up to 10.
 func TestStride(t *testing.T) {
-	tests := []struct{ replicas, ports, want int }{
-		{3, 1, 10}, {3, 2, 10}, {5, 2, 10}, {4, 3, 20}, {16, 3, 50}, {10, 1, 10},
+	tests := []struct{ replicas, ports, service, want int }{
+		{3, 1, 0, 10}, {3, 2, 0, 10}, {5, 2, 0, 10}, {4, 3, 0, 20}, {16, 3, 0, 50}, {10, 1, 0, 10}, {3, 3, 2, 20}, {3, 2, 4, 10},
 	}
 	for _, tt := range tests {
-		if got := executor.Stride(tt.replicas, tt.ports); got != tt.want {
-			t.Errorf("Stride(%d, %d) = %d, want %d", tt.replicas, tt.ports, got, tt.want)
+		c := cem.Capabilities{PortsPerReplica: tt.ports, ServicePorts: tt.service}
+		if got := executor.Stride(c.Ports(tt.replicas)); got != tt.want {
+			t.Errorf("%d replicas of %d ports, %d service ports: stride %d, want %d", tt.replicas, tt.ports, tt.service, got, tt.want)
 		}
 	}
 }

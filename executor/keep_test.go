@@ -46,7 +46,7 @@ func TestRunKeepPasses(t *testing.T) {
 			sys.behave[s.ID] = tt.b
 			dir := t.TempDir()
 			st := openStore(t, dir, h)
-			stride := executor.Stride(h.Params.Replicas, fakeInfo.Capabilities.PortsPerReplica)
+			stride := executor.Stride(fakeInfo.Capabilities.Ports(h.Params.Replicas))
 			c := executor.Campaign{
 				Header: h, Next: schedules.Stream([]schedules.Schedule{s}), Total: 1, Info: fakeInfo,
 				Launch: sys.launch, Store: st, Workers: 1, KeepPasses: tt.keepPasses,

@@ -54,7 +54,7 @@ func Prepare(ctx context.Context, cfg config.Config, d drms.DRM, replicas int, s
 		fmt.Fprintf(stderr, "modulo: plugin %s: servers listen on 127.0.0.1, each worker's at ports from %d, not in network namespaces of their own: %s\n",
 			info.Name, cfg.BasePort, why)
 	}
-	stride := Stride(replicas, info.Capabilities.PortsPerReplica)
+	stride := Stride(info.Capabilities.Ports(replicas))
 	if err := checkPorts(cfg.BasePort, cfg.Workers*stride, cfg.AllowEphemeralPorts, stderr); err != nil {
 		return cem.Info{}, nil, err
 	}

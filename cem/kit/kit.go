@@ -80,6 +80,9 @@ type About struct {
 	// kit's network = "namespaces"). A plugin that names them reads every address from its
 	// Replica (Host, Ports, Addr) and runs any process of its own in the replica's NetNS.
 	Ports []int
+	// Services are processes of the cluster's own that the kit runs beside the replicas and
+	// never fails (ServiceSpec, Servicer): a coordinator or configuration store.
+	Services []ServiceSpec
 	// Version is the plugin's version; empty means modulo's and the first 12 hex digits of the
 	// plugin binary's SHA-256 ("0.1.0+3f2a9c01b7de"): a rebuilt plugin is a new version.
 	Version string
@@ -392,6 +395,7 @@ type Command struct {
 type Cluster struct {
 	Spec     cem.ClusterSpec // StepTimeout is set (a default when the executor gave none)
 	Replicas []*Replica      // by concrete index
+	Services []*Service      // About.Services, in its order
 	p        *Plugin
 	logRead  map[int]int64  // how far loggedKinds has read each replica's log
 	net      *netns.Network // network = "namespaces": the replicas' hosts; nil on loopback

@@ -161,6 +161,13 @@ func TestMain(m *testing.M) {
 		placeholder(addr)
 		return
 	}
+	if addr := os.Getenv(dialEnv); addr != "" {
+		if !answers(addr) {
+			fmt.Fprintln(os.Stderr, "no answer from", addr)
+			os.Exit(3)
+		}
+		return
+	}
 	os.Exit(m.Run())
 }
 

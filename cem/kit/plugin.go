@@ -180,6 +180,9 @@ func New(about About, sys System) *Plugin {
 			p.aboutErr = err
 		}
 	}
+	if err := servicesError(about, sys); err != nil {
+		p.aboutErr = err
+	}
 	return p
 }
 
@@ -236,6 +239,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 		return cem.Info{}, fmt.Errorf("%s: %w", p.about.Name, err)
 	}
 	_, restorable := p.sys.(DiskState)
+	restorable = restorable && len(p.about.Services) == 0 // a saved cluster holds no service's state
 	version := p.about.Version
 	if version == "" {
 		version = build.Version + "+" + exeDigest()
@@ -248,6 +252,7 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 			DRMs:            p.drmNames(),
 			Declared:        slices.Clone(p.about.Declare),
 			PortsPerReplica: p.about.PortsPerReplica,
+			ServicePorts:    p.about.servicePorts(),
 			Restore:         restorable,
 			Network:         p.network(own.Network),
 			Failures:        fault.Describe(p.host(own.Network)),
@@ -498,6 +503,9 @@ func (p *Plugin) Start(ctx context.Context, spec cem.ClusterSpec) (err error) {
 	if err := p.prepare(ctx); err != nil {
 		return err
 	}
+	if err := p.startServices(ctx); err != nil {
+		return err
+	}
 	order, oneByOne, err := p.startOrder(ctx, p.c.Replicas)
 	if err != nil {
 		return err
@@ -577,13 +585,13 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	}
 	var nw *netns.Network
 	if network == NetworkNamespaces {
-		if nw, err = netns.New(ctx, spec.Replicas, spec.Dir, subnet); err != nil {
+		if nw, err = netns.New(ctx, spec.Replicas+len(p.about.Services), spec.Dir, subnet); err != nil {
 			if needs.Network {
 				return p.errorf("start", fmt.Errorf("DRM %s realises failures as partitions, and this host cannot make the networks they need: %w", d.Name, err))
 			}
 			return p.errorf("start", fmt.Errorf("%s = %q: %w", NetworkKey, NetworkNamespaces, err))
 		}
-	} else if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr); err != nil {
+	} else if err := proc.CheckPortsFree(spec.BasePort, spec.Replicas*ppr+p.about.servicePorts()); err != nil {
 		return p.errorf("start", err)
 	}
 
@@ -602,6 +610,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 		c.Replicas = append(c.Replicas, r)
 		p.conc[i] = i
 	}
+	p.makeServices(c)
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
 	p.writes, p.acked = nil, nil
@@ -616,6 +625,11 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 func (p *Plugin) prepare(ctx context.Context) error {
 	for _, r := range p.c.Replicas {
 		if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, s := range p.c.Services {
+		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 			return err
 		}
 	}
@@ -870,7 +884,7 @@ func (p *Plugin) teardown(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	errs[len(errs)-1] = errors.Join(p.unmountDisks(ctx), proc.KillLeftovers(p.c.Spec.Dir))
+	errs[len(errs)-1] = errors.Join(p.stopServices(ctx), p.unmountDisks(ctx), proc.KillLeftovers(p.c.Spec.Dir))
 	if nw := p.c.net; nw != nil && errs[len(errs)-1] == nil {
 		// Once no server is left in them, the namespaces go with their last handle.
 		errs[len(errs)-1] = nw.Close()

@@ -240,7 +240,8 @@ func (p *Plugin) awaitIsolated(ctx context.Context, cut []*Replica) error {
 	return nil
 }
 
-// withPeers calls link on r and every other replica that is not cut off, and names them.
+// withPeers calls link on r and every other replica that is not cut off, then every service
+// (a cut-off machine has lost the whole network), and names them.
 func (p *Plugin) withPeers(r *Replica, link func(i, j int) error) ([]string, error) {
 	var names []string
 	for _, x := range p.c.Replicas {
@@ -251,6 +252,12 @@ func (p *Plugin) withPeers(r *Replica, link func(i, j int) error) ([]string, err
 			return nil, err
 		}
 		names = append(names, x.Name)
+	}
+	for _, s := range p.c.Services {
+		if err := link(r.Index, s.host); err != nil {
+			return nil, err
+		}
+		names = append(names, s.Name)
 	}
 	return names, nil
 }

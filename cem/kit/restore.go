@@ -226,6 +226,9 @@ func (p *Plugin) diskState(op string) (DiskState, error) {
 	if !ok {
 		return nil, p.errorf(op, errors.New("the system keeps state that is not on disk (it implements no kit.DiskState)"))
 	}
+	if len(p.about.Services) > 0 {
+		return nil, p.errorf(op, errors.New("the cluster's services keep state that a saved cluster does not hold"))
+	}
 	return ds, nil
 }
 

@@ -73,7 +73,7 @@ type cluster struct {
 // names is killed.
 func (s *suite) newCluster(t *testing.T, p cem.CEM, config []byte, steps []aem.Transition) *cluster {
 	t.Helper()
-	n := s.params.Replicas * s.info.Capabilities.PortsPerReplica
+	n := s.info.Capabilities.Ports(s.params.Replicas)
 	c := &cluster{s: s, p: p, strayPorts: map[int]bool{}, state: s.drm.Model.Init(s.params), spec: cem.ClusterSpec{
 		DRM:         s.drm.Name,
 		Ops:         s.params.Ops,
@@ -411,7 +411,7 @@ func (c *cluster) strays(files []proc.PidFile) ([]string, error) {
 	if c.s.info.Capabilities.InNamespaces() { // no port of a replica's namespace is anyone else's
 		return nil, nil
 	}
-	first, last := c.spec.BasePort, c.spec.BasePort+c.spec.Replicas*c.s.info.Capabilities.PortsPerReplica-1
+	first, last := c.spec.BasePort, c.spec.BasePort+c.s.info.Capabilities.Ports(c.spec.Replicas)-1
 	listens, err := proc.GroupListens(groups(files)...)
 	if err != nil {
 		return nil, err

@@ -416,7 +416,7 @@ func (s *suite) teardown(t *testing.T, first aem.Transition) {
 // naming the port, and that Teardown after it leaves nothing.
 func (s *suite) busyPort(t *testing.T) {
 	c := s.newCluster(t, s.cfg.New(), s.cfg.PluginConfig, nil)
-	busy := c.spec.BasePort + s.params.Replicas*s.info.Capabilities.PortsPerReplica - 1
+	busy := c.spec.BasePort + s.info.Capabilities.Ports(s.params.Replicas) - 1
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(busy)))
 	if err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func ReplayKept(t *testing.T, p cem.CEM, pluginConfig []byte, drm string, params
 		t.Fatal(err)
 	}
 	spec := cem.ClusterSpec{DRM: drm, Ops: params.Ops, Replicas: params.Replicas, Dir: ClusterDir(t),
-		BasePort:   ReservePorts(t, params.Replicas*info.Capabilities.PortsPerReplica),
+		BasePort:   ReservePorts(t, info.Capabilities.Ports(params.Replicas)),
 		ScheduleID: id, StepTimeout: cem.DefaultStepTimeout, Config: pluginConfig}
 	if err := p.Start(ctx, spec); err != nil {
 		t.Fatal(err)

@@ -192,8 +192,10 @@ type Capabilities struct {
 	Declared        []*DRMSpec             `protobuf:"bytes,4,rep,name=declared,proto3" json:"declared,omitempty"`
 	Network         string                 `protobuf:"bytes,5,opt,name=network,proto3" json:"network,omitempty"`
 	Failures        []string               `protobuf:"bytes,6,rep,name=failures,proto3" json:"failures,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Ports of the cluster's own services, on loopback after every replica's (cem.Capabilities).
+	ServicePorts  int64 `protobuf:"varint,7,opt,name=service_ports,json=servicePorts,proto3" json:"service_ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Capabilities) Reset() {
@@ -266,6 +268,13 @@ func (x *Capabilities) GetFailures() []string {
 		return x.Failures
 	}
 	return nil
+}
+
+func (x *Capabilities) GetServicePorts() int64 {
+	if x != nil {
+		return x.ServicePorts
+	}
+	return 0
 }
 
 // A DRM of the plugin's own (cem.DRMSpec).
@@ -1676,14 +1685,15 @@ const file_cem_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12<\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\xcf\x01\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\xf4\x01\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +
 	"\arestore\x18\x03 \x01(\bR\arestore\x12/\n" +
 	"\bdeclared\x18\x04 \x03(\v2\x13.modulo.cem.DRMSpecR\bdeclared\x12\x18\n" +
 	"\anetwork\x18\x05 \x01(\tR\anetwork\x12\x1a\n" +
-	"\bfailures\x18\x06 \x03(\tR\bfailures\"\xaa\x02\n" +
+	"\bfailures\x18\x06 \x03(\tR\bfailures\x12#\n" +
+	"\rservice_ports\x18\a \x01(\x03R\fservicePorts\"\xaa\x02\n" +
 	"\aDRMSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12\x14\n" +
