@@ -666,6 +666,7 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 			o.harness("step %d %s: %v", i+1, text, err)
 			return o
 		}
+		answered(rec, report)
 		reports = append(reports, report)
 		if early != nil {
 			continue
@@ -737,6 +738,7 @@ func (w *worker) restore(ctx context.Context, spec cem.ClusterSpec, s *schedules
 		if err := j.step(&s.Steps[i], report); err != nil {
 			return fmt.Errorf("restored step %d %s: %w", i+1, texts[i], err)
 		}
+		answered(rec, report)
 		actions := report.Actions
 		if i == len(sv.steps)-1 {
 			actions = append(slices.Clip(actions), got.Actions...)
@@ -812,6 +814,20 @@ func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
 	}
 	j.taken++
 	return nil
+}
+
+// answered counts in rec what the system answered to the step's writes that only a minority
+// received.
+func answered(rec *results.Record, report cem.StepReport) {
+	for _, w := range report.Writes {
+		if !w.Minority {
+			continue
+		}
+		if rec.Answers == nil {
+			rec.Answers = map[cem.Answer]int{}
+		}
+		rec.Answers[w.Answer]++
+	}
 }
 
 // judge compares the replicas of each group (oracle.NotCompared: left out) and checks the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -452,6 +453,9 @@ func TestRunChecks(t *testing.T) {
 			if r.Verdict != tt.want || r.Class != tt.class || r.Step != tt.step || !strings.HasPrefix(r.Detail, tt.detail) || !strings.HasPrefix(r.AtEnd, tt.atEnd) || (tt.atEnd == "") != (r.AtEnd == "") {
 				t.Errorf("record: %s class %q step %d %q at end %q; want %s class %q step %d %q... at end %q...; calls: %s",
 					r.Verdict, r.Class, r.Step, r.Detail, r.AtEnd, tt.want, tt.class, tt.step, tt.detail, tt.atEnd, sys.callsOf(s.ID))
+			}
+			if want := map[cem.Answer]int{cem.Acknowledged: 1}; tt.b.minorityAckAt > 0 && !maps.Equal(r.Answers, want) {
+				t.Errorf("record's answers %v, want %v", r.Answers, want)
 			}
 			if r.Verdict != oracle.Fail {
 				return

@@ -115,6 +115,10 @@ type Record struct {
 	AtEnd string `json:"at_end,omitempty"`
 	// Observations are what the plugin observed after each step, for explaining verdicts.
 	Observations []StepObservations `json:"observations,omitempty"`
+	// Answers counts what the system answered to the writes that only a minority of the
+	// replicas received (cem.Write.Minority), by answer: an acknowledged one is acknowledged
+	// for the oracle.
+	Answers map[cem.Answer]int `json:"answers,omitempty"`
 	// Restored, when the schedule did not start afresh, says which saved prefix it restored.
 	Restored *Restored `json:"restored,omitempty"`
 	// Departed, for a run that followed a recorded course (replay --follow), says how its

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/internal/words"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
@@ -225,6 +226,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if kinds := s.NotPassedKinds(); kinds != "" {
 		fmt.Fprintf(tw, "kinds\t%s\n", kinds)
 	}
+	if answers := s.Answers(); answers != "" {
+		fmt.Fprintf(tw, "answers\t%s\n", answers)
+	}
 	if n := s.RestoredCount(); n > 0 {
 		fmt.Fprintf(tw, "shared\t%d of %d schedules restored a prefix that another schedule's run saved\n", n, len(s.Latest))
 	}
@@ -374,6 +378,29 @@ func (s *Summary) Classes() string {
 		parts = append(parts, part)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Answers counts what the system answered to the writes that only a minority received, over
+// every schedule's holding run: "acknowledged 3, no answer 40 (of 43 writes only a minority
+// received)"; empty when no schedule sent one.
+func (s *Summary) Answers() string {
+	count, total := map[cem.Answer]int{}, 0
+	for _, r := range s.Latest {
+		for a, n := range r.Answers {
+			count[a] += n
+			total += n
+		}
+	}
+	var parts []string
+	for _, a := range []cem.Answer{cem.Acknowledged, cem.Refused, cem.NoAnswer} {
+		if count[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a, count[a]))
+		}
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s (of %d %s only a minority received)", strings.Join(parts, ", "), total, words.Plural(total, "write", "writes"))
 }
 
 // ClassCounts counts the failed schedules (a flaky one is not failed) by the check they

@@ -3,6 +3,7 @@ package results_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modulo-testing/modulo/aem"
+	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 	"github.com/modulo-testing/modulo/schedules"
@@ -344,5 +346,30 @@ func TestRestoredNote(t *testing.T) {
 		if got := results.RestoredNote(tt.r); got != tt.want {
 			t.Errorf("%s: %q\nwant %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestAnswers: the summary counts the answers to the writes only a minority received over
+// the holding records, in the order acknowledged, refused, no answer.
+func TestAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		records []map[cem.Answer]int // per schedule, its holding record's answers
+		want    string
+	}{
+		{"none sent", []map[cem.Answer]int{nil, nil}, ""},
+		{"one schedule", []map[cem.Answer]int{{cem.NoAnswer: 2}}, "no answer 2 (of 2 writes only a minority received)"},
+		{"every answer", []map[cem.Answer]int{{cem.NoAnswer: 1, cem.Refused: 1}, {cem.Acknowledged: 1}},
+			"acknowledged 1, refused 1, no answer 1 (of 3 writes only a minority received)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var s results.Summary
+			for i, answers := range tt.records {
+				s.Latest = append(s.Latest, results.Record{ID: fmt.Sprint(i), Answers: answers})
+			}
+			if got := s.Answers(); got != tt.want {
+				t.Errorf("Answers() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
