@@ -60,9 +60,16 @@ const teardownTimeout = 10 * time.Second
 // power loss also drops what the servers wrote at their first start and never synced
 // (ZooKeeper's first snapshot, which it does not fsync).
 //
-// torn_writes (DRMs with power losses; default true): a power loss tears each file's last
-// unsynced write at a byte drawn from the steps so far (powerfs); with false it drops every
-// unsynced byte, and nothing else, as LazyFS's clear-cache does.
+// disk_unit, disk_keeps, disk_names (DRMs with power losses): the disk a power loss happens
+// on (powerfs.Disk), with which of each file's unsynced units survive as drawn from the steps
+// so far. disk_unit: "page" (4 KiB, as the page cache writes back), "sector" (512 bytes, as a
+// disk writes), or "byte" (the default for now: a file's last unsynced write torn at a byte,
+// which no disk does). disk_keeps: "prefix" (the default: the first units in the order
+// written; with "byte", the tear), "subset" (any of them), "none" (every unsynced byte
+// dropped, and nothing else, as LazyFS's clear-cache does). disk_names: "journal" (the
+// default: a name is durable at the next fsync of anything, as ext4 and XFS commit one
+// journal) or "strict" (only once its directory is fsynced, as POSIX promises). torn_writes,
+// the key before them, is refused with the words that replace it.
 //
 // disk_errors_on_reads (DRMs with disk errors; default false): a failing disk answers reads
 // of the replica's state with EIO too, from the byte its writes fail at (fault.DiskError).
@@ -82,7 +89,9 @@ const teardownTimeout = 10 * time.Second
 // writes of a schedule have the same value.
 const (
 	DurableStartKey   = "durable_start"
-	TornWritesKey     = "torn_writes"
+	DiskUnitKey       = "disk_unit"
+	DiskKeepsKey      = "disk_keeps"
+	DiskNamesKey      = "disk_names"
 	DiskReadErrorsKey = "disk_errors_on_reads"
 	NetworkKey        = "network"
 	NetworkLoopback   = cem.NetworkLoopback
@@ -135,12 +144,13 @@ type Plugin struct {
 	// failing replica; needs is what they need set up: with Disks, disks are every
 	// replica's file systems, by concrete index, and diskUse what they had served at the
 	// last step's end. steps are the schedule's transitions so far, which seed the tears.
-	drm                                  drms.DRM
-	needs                                fault.Needs
-	durableStart, tornWrites, readErrors bool
-	disks                                [][]disk
-	diskUse                              powerfs.Stats
-	steps                                []string
+	drm                      drms.DRM
+	needs                    fault.Needs
+	durableStart, readErrors bool
+	disk                     powerfs.Disk // what a power loss keeps
+	disks                    [][]disk
+	diskUse                  powerfs.Stats
+	steps                    []string
 	// detected is the step in which the kit last waited the system's detection time.
 	detected int
 }
@@ -351,7 +361,7 @@ var exeDigest = sync.OnceValue(func() string {
 // them.
 func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 	prefix := p.about.Name + " config: "
-	own := kitConfig{DurableStart: true, TornWrites: true}
+	own := kitConfig{DurableStart: true}
 	ownMD, err := toml.Decode(string(data), &own)
 	if err != nil {
 		return kitConfig{}, errors.New(prefix + err.Error())
@@ -363,9 +373,9 @@ func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 		if _, err := toml.Decode(string(data), &named); err == nil && named.Preset != "" {
 			// The preset first, then the section again over it: the section's keys win. A
 			// preset that does not exist is the system's to refuse, by its name.
-			own = kitConfig{DurableStart: true, TornWrites: true}
+			own = kitConfig{DurableStart: true}
 			if err := ps.Presets().Decode(named.Preset, drm, &own); err != nil {
-				own = kitConfig{DurableStart: true, TornWrites: true}
+				own = kitConfig{DurableStart: true}
 			}
 			if _, err := toml.Decode(string(data), &own); err != nil {
 				return kitConfig{}, errors.New(prefix + err.Error())
@@ -420,6 +430,13 @@ func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 	default:
 		return kitConfig{}, fmt.Errorf("%s%s must be %q or %q, got %q", prefix, WorkloadKey, WorkloadCreate, WorkloadUpdate, own.Workload)
 	}
+	if own.TornWrites != nil {
+		return kitConfig{}, fmt.Errorf("%storn_writes is gone: %s = %q drops every unsynced byte (torn_writes = false); %s = %q with %s = %q tears the last write at a byte (true); docs/configuration.md",
+			prefix, DiskKeepsKey, powerfs.KeepNone, DiskUnitKey, "byte", DiskKeepsKey, powerfs.KeepPrefix)
+	}
+	if own.disk, err = powerfs.ParseDisk(own.DiskUnit, own.DiskKeeps, own.DiskNames); err != nil {
+		return kitConfig{}, errors.New(prefix + err.Error())
+	}
 	return own, nil
 }
 
@@ -427,7 +444,11 @@ func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 type kitConfig struct {
 	Break        string `toml:"break_realisation"`
 	DurableStart bool   `toml:"durable_start"`
-	TornWrites   bool   `toml:"torn_writes"`
+	DiskUnit     string `toml:"disk_unit"`
+	DiskKeeps    string `toml:"disk_keeps"`
+	DiskNames    string `toml:"disk_names"`
+	TornWrites   *bool  `toml:"torn_writes"` // refused: the disk_ keys replace it
+	disk         powerfs.Disk
 	ReadErrors   bool   `toml:"disk_errors_on_reads"`
 	Workload     string `toml:"workload"`
 	Network      string `toml:"network"`
@@ -561,7 +582,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	if err != nil {
 		return err
 	}
-	p.brk, p.durableStart, p.tornWrites, p.readErrors, p.update = own.Break, own.DurableStart, own.TornWrites, own.ReadErrors, own.Workload == WorkloadUpdate
+	p.brk, p.durableStart, p.disk, p.readErrors, p.update = own.Break, own.DurableStart, own.disk, own.ReadErrors, own.Workload == WorkloadUpdate
 	if spec.StepTimeout <= 0 {
 		spec.StepTimeout = cem.DefaultStepTimeout
 	}

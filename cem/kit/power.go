@@ -39,14 +39,14 @@ func (p *Plugin) mountDisks(ds DiskState) error {
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				return err
 			}
-			f, err := powerfs.Mount(dir, filepath.Join(r.Dir, powerStores, rel))
+			f, err := powerfs.Mount(dir, filepath.Join(r.Dir, powerStores, rel), p.disk)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)
 			}
 			p.disks[r.Index] = append(p.disks[r.Index], disk{rel: rel, fs: f})
 		}
 	}
-	p.act(nil, "disk faults: every replica's %s on a file system of modulo's (powerfs)", strings.Join(ds.StateFiles(p.c, p.c.Replicas[0]), ", "))
+	p.act(nil, "disk faults: every replica's %s on a file system of modulo's (powerfs); a power loss: %s", strings.Join(ds.StateFiles(p.c, p.c.Replicas[0]), ", "), p.disk)
 	return nil
 }
 
@@ -91,19 +91,19 @@ func (p *Plugin) drawFor(r *Replica, what string) uint64 {
 	return p.draw(fmt.Sprintf("abstract replica %d", p.abstractOf(r.Index)), what)
 }
 
-// powerLoss drops what r's file systems had not made durable, its server being gone. Which
-// bytes a torn write keeps is drawn from the steps so far, the replica and the directory: a
-// replay, or a schedule that restores this prefix, tears the same way.
+// powerLoss drops what r's file systems had not made durable, its server being gone. What the
+// disk keeps of it is drawn from the steps so far, the replica and the directory: a replay, or
+// a schedule that restores this prefix, keeps the same.
 func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
 	for _, d := range p.disks[r.Index] {
 		seed := p.draw(r.Name, d.rel)
 		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
-		loss, err := d.fs.Drop(dctx, seed, p.tornWrites)
+		loss, err := d.fs.Drop(dctx, seed)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: power loss: %w", r.Name, err)
 		}
-		p.act(r, "power loss of %s: %s", d.rel, loss)
+		p.act(r, "power loss of %s (%s): %s", d.rel, p.disk, loss)
 	}
 	return nil
 }

@@ -13,17 +13,22 @@
 //     (the size goes back), and the bytes a truncation cut come back. A file created since the
 //     last sync has no durable contents: its durable size is 0.
 //   - Names. Creating, removing and renaming entries (create, mkdir, mknod, symlink, link,
-//     unlink, rmdir, rename) are durable at the next fsync or fdatasync of any file or
-//     directory of the mount: a journaling file system (ext4, XFS) commits its one journal,
-//     which holds every name operation made so far, before an fsync returns. Drop undoes the
-//     name operations made since, newest first: a file created since is gone, a file removed
-//     since is back under its name, a rename is undone. POSIX alone promises less (a new name
-//     only after an fsync of its directory); modulo asks whether a system loses acknowledged
-//     writes on the file systems it is run on, where an fsync of a new file commits its name.
-//   - Torn writes. With tearing on, each file's last write since its last sync leaves its
-//     first k bytes on disk after Drop, k drawn from the seed below the write's length (0
-//     keeps none): a write in flight at the power loss, cut at a byte. Between the file's
-//     durable size and a torn write past it, the file reads zeros.
+//     unlink, rmdir, rename) are durable as the mount's Disk.Names says. NamesJournal: at the
+//     next fsync or fdatasync of any file or directory of the mount, as a journaling file
+//     system (ext4, XFS) commits its one journal, which holds every name operation made so
+//     far, before an fsync returns. NamesStrict: only once every directory the operation
+//     changed has been fsynced since, as POSIX promises (a new file's fsync commits nothing of
+//     its name; a new directory's name needs its parent's fsync). Drop undoes the name
+//     operations not durable, newest first: a file created since is gone, a file removed
+//     since is back under its name, a rename is undone.
+//   - What the disk keeps (Disk.Unit, Disk.Keeps). With a unit of Page or Sector bytes, the
+//     aligned units that writes touched since a file's last sync survive or are lost whole,
+//     as drawn from Drop's seed: none, the first k in the order first written, or any subset;
+//     a unit that survives holds exactly what was last written to it (up to the file's size
+//     at the loss), and between the file's durable size and a unit kept past it the file
+//     reads zeros. With the unit Byte and KeepPrefix, each file's last write since its last
+//     sync leaves its first k bytes, k drawn below the write's length (0 keeps none): a write
+//     cut at a byte, which no disk does, kept as the harsher choice.
 //   - Attributes (mode, owner, times, extended attributes) are passed through and never taken
 //     back; neither is a size that fallocate adds without KEEP_SIZE beyond what Drop cuts.
 //     O_TMPFILE is refused (EOPNOTSUPP), and copy_file_range falls back to reads and writes.

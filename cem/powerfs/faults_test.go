@@ -33,7 +33,7 @@ func TestFailingDisk(t *testing.T) {
 		{Errors{Writes: true, Fsyncs: true}, true, true, true, false, "head", Failed{Writes: 2, Fsyncs: 1, First: "write of 4 bytes at 4 of log"}, true, 0},
 	} {
 		t.Run(tt.errs.String(), func(t *testing.T) {
-			f := mountT(t)
+			f := mountT(t, dropAll)
 			path := filepath.Join(f.Dir(), "log")
 			write(t, path, "head", true)
 			write(t, filepath.Join(f.Dir(), "other"), "other", true)
@@ -66,7 +66,7 @@ func TestFailingDisk(t *testing.T) {
 			if got := f.Heal(); got.Writes != tt.failed.Writes || got.Fsyncs != tt.failed.Fsyncs || (got.Reads > 0) != (tt.failed.Reads > 0) || got.First != tt.failed.First {
 				t.Errorf("Heal() = %+v, want %+v", got, tt.failed)
 			}
-			if _, err := f.Drop(context.Background(), 0, false); err != nil {
+			if _, err := f.Drop(context.Background(), 0); err != nil {
 				t.Fatal(err)
 			}
 			if got := contents(t, f.Dir())["log"]; got != tt.durable {
@@ -100,7 +100,7 @@ func TestDrawErrors(t *testing.T) {
 func TestCorruptIsSeeded(t *testing.T) {
 	files := map[string]string{"a/log.1": strings.Repeat("x", 300), "a/log.2": strings.Repeat("y", 200) + "tail", "snap": "zzzz"}
 	run := func(seed uint64) (map[string]string, Corruption) {
-		f := mountT(t)
+		f := mountT(t, dropAll)
 		if err := os.Mkdir(filepath.Join(f.Dir(), "a"), 0o755); err != nil {
 			t.Fatal(err)
 		}

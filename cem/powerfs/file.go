@@ -15,6 +15,10 @@ type changed struct {
 	durable int64    // its size at its last sync
 	saved   []segment
 	last    segment // its last write since its last sync, which a tear cuts
+	// units are the disk's units (Disk.Unit) that writes touched since its last sync, in the
+	// order first written; dirty holds the same, for the lookup.
+	units []int64
+	dirty map[int64]bool
 }
 
 // segment is data at an offset of a file.

@@ -65,7 +65,7 @@ func (f *FS) lock() func() {
 // created records a name that an operation made.
 func (f *FS) created(rel string, errno syscall.Errno) syscall.Errno {
 	if errno == 0 {
-		f.journal = append(f.journal, undo{op: "create", path: rel})
+		f.named(undo{op: "create", path: rel})
 	}
 	return errno
 }
@@ -144,7 +144,7 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 	if errno != 0 {
 		return nil, 0, errno
 	}
-	return &dirHandle{inner: fh, fs: n.fs}, fuseFlags, 0
+	return &dirHandle{inner: fh, fs: n.fs, rel: filepath.Clean(n.rel(""))}, fuseFlags, 0
 }
 
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
@@ -200,7 +200,7 @@ func (f *FS) remove(rel string) syscall.Errno {
 	if err != nil {
 		return fs.ToErrno(err)
 	}
-	f.journal = append(f.journal, undo{op: "remove", path: rel, trash: to})
+	f.named(undo{op: "remove", path: rel, trash: to})
 	return 0
 }
 
@@ -218,13 +218,13 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		if errno := n.LoopbackNode.Rename(ctx, name, np.LoopbackNode, newName, flags); errno != 0 {
 			return errno
 		}
-		n.fs.journal = append(n.fs.journal, undo{op: "exchange", path: from, to: to})
+		n.fs.named(undo{op: "exchange", path: from, to: to})
 		return 0
 	case flags != 0:
 		if errno := n.LoopbackNode.Rename(ctx, name, np.LoopbackNode, newName, flags); errno != 0 {
 			return errno
 		}
-		n.fs.journal = append(n.fs.journal, undo{op: "rename", path: from, to: to})
+		n.fs.named(undo{op: "rename", path: from, to: to})
 		return 0
 	}
 	var src, dst unix.Stat_t
@@ -235,7 +235,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		if errno := n.LoopbackNode.Rename(ctx, name, np.LoopbackNode, newName, 0); errno != 0 {
 			return errno
 		}
-		n.fs.journal = append(n.fs.journal, undo{op: "rename", path: from, to: to})
+		n.fs.named(undo{op: "rename", path: from, to: to})
 		return 0
 	}
 	if src.Ino == dst.Ino {
@@ -265,7 +265,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if err != nil {
 		return fs.ToErrno(err)
 	}
-	n.fs.journal = append(n.fs.journal, undo{op: "rename", path: from, to: to, trash: trash})
+	n.fs.named(undo{op: "rename", path: from, to: to, trash: trash})
 	return 0
 }
 
@@ -332,6 +332,7 @@ func (h *handle) Write(ctx context.Context, data []byte, off int64) (uint32, sys
 		return 0, fs.ToErrno(err)
 	}
 	c.last = segment{off: off, data: slices.Clone(data)}
+	c.dirtied(h.fs.disk.Unit, off, int64(len(data)))
 	n, errno := h.inner.Write(ctx, data, off)
 	if n > 0 {
 		h.fs.last = lastWrite{name: h.name, off: off, n: int64(n)}
@@ -387,10 +388,12 @@ func (h *handle) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, fl
 	return h.inner.Setlkw(ctx, owner, lk, flags)
 }
 
-// dirHandle is an open directory, whose fsync makes every name operation so far durable.
+// dirHandle is an open directory, whose fsync makes name operations durable: every one so far
+// (NamesJournal), or those in it (NamesStrict).
 type dirHandle struct {
 	inner fs.FileHandle
 	fs    *FS
+	rel   string // the directory, relative to the root ("." for the root), as filepath.Dir names it
 }
 
 var (
@@ -417,5 +420,5 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if errno := d.fs.refused("fsync", 0, func() string { return "fsync of a directory" }); errno != 0 {
 		return errno
 	}
-	return fs.ToErrno(d.fs.commitNames())
+	return fs.ToErrno(d.fs.syncDir(d.rel))
 }

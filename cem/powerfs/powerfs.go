@@ -25,6 +25,7 @@ type FS struct {
 	dir   string // the mount point
 	root  string // the store's root: the file system's contents
 	trash string // where removed entries wait for the next sync
+	disk  Disk   // what a power loss keeps
 
 	mu      sync.Mutex
 	server  *fuse.Server // nil while unmounted
@@ -42,6 +43,18 @@ type undo struct {
 	op       string // "create", "remove", "rename" or "exchange"
 	path, to string // relative to the root: the entry, and a rename's new name
 	trash    string // the entry a remove or a rename over it moved to trash, "" for none
+	// dirs are the directories it changed that have not been fsynced since (NamesStrict):
+	// it is durable once there are none.
+	dirs []string
+}
+
+// named records a name operation in the journal, with the directories it changed.
+func (f *FS) named(u undo) {
+	u.dirs = []string{filepath.Dir(u.path)}
+	if u.to != "" && filepath.Dir(u.to) != u.dirs[0] {
+		u.dirs = append(u.dirs, filepath.Dir(u.to))
+	}
+	f.journal = append(f.journal, u)
 }
 
 // Stats counts the operations that change or sync the file system (writes, truncations,
@@ -55,26 +68,28 @@ type Stats struct {
 
 // Loss is what one Drop took back.
 type Loss struct {
-	Files   int      // files whose unsynced data was taken back, the torn ones included
-	Bytes   int64    // bytes of unsynced data taken back, less what tears kept
-	Entries int      // name operations undone
-	Torn    []string // "name: kept k of the n bytes written at off", one per torn write
+	Files   int   // files whose unsynced data was taken back, the torn ones included
+	Bytes   int64 // bytes of unsynced data taken back, less what the disk kept
+	Entries int   // name operations undone
+	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 2 of its 5
+	// unsynced units at 0, 8192", or a tear, "name: kept k of the n bytes written at off".
+	Kept []string
 }
 
 // String says what was lost, for the record of a power loss.
 func (l Loss) String() string {
 	s := fmt.Sprintf("dropped %d unsynced bytes of %d files and undid %d name operations", l.Bytes, l.Files, l.Entries)
-	if len(l.Torn) > 0 {
-		s += "; torn: " + strings.Join(l.Torn, "; ")
+	if len(l.Kept) > 0 {
+		s += "; " + strings.Join(l.Kept, "; ")
 	}
 	return s
 }
 
 // Mount mounts the file system at dir (an empty directory) over store, which it makes when
 // missing: store/root holds the contents, store/trash what was removed since the last sync.
-// Everything already in the store is durable.
-func Mount(dir, store string) (*FS, error) {
-	f := &FS{dir: dir, root: filepath.Join(store, "root"), trash: filepath.Join(store, "trash"), files: map[uint64]*changed{}}
+// Everything already in the store is durable; disk says what a power loss keeps of the rest.
+func Mount(dir, store string, disk Disk) (*FS, error) {
+	f := &FS{dir: dir, root: filepath.Join(store, "root"), trash: filepath.Join(store, "trash"), disk: disk, files: map[uint64]*changed{}}
 	// The root as servers want their data directories (etcd warns of any other): the owner's.
 	for _, d := range []string{f.root, f.trash} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -194,15 +209,15 @@ func (f *FS) Stats() Stats {
 }
 
 // Drop is a power loss: it unmounts the file system, takes back everything that was not
-// durable (see the package doc; with tear, each file's last unsynced write keeps a prefix
-// drawn from seed), and mounts it again. Every process that used it must be gone.
-func (f *FS) Drop(ctx context.Context, seed uint64, tear bool) (Loss, error) {
+// durable but what its Disk keeps (see the package doc), as drawn from seed, and mounts it
+// again. Every process that used it must be gone.
+func (f *FS) Drop(ctx context.Context, seed uint64) (Loss, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.unmount(ctx); err != nil {
 		return Loss{}, err
 	}
-	loss, err := f.takeBack(seed, tear)
+	loss, err := f.takeBack(seed)
 	err = errors.Join(err, f.forget())
 	if merr := f.mount(); merr != nil {
 		return loss, errors.Join(err, merr)
@@ -210,9 +225,10 @@ func (f *FS) Drop(ctx context.Context, seed uint64, tear bool) (Loss, error) {
 	return loss, err
 }
 
-// takeBack undoes the name operations since the last sync, newest first, then gives every
-// changed file its durable contents back, in the order of their names.
-func (f *FS) takeBack(seed uint64, tear bool) (Loss, error) {
+// takeBack undoes the name operations that are not durable, newest first, then gives every
+// changed file its durable contents back, with what the disk keeps of the rest, in the order
+// of their names.
+func (f *FS) takeBack(seed uint64) (Loss, error) {
 	var loss Loss
 	gone := map[*changed]bool{}
 	for _, c := range f.files {
@@ -253,13 +269,36 @@ func (f *FS) takeBack(seed uint64, tear bool) (Loss, error) {
 		return a.seq - b.seq
 	})
 	rng := rand.New(rand.NewPCG(seed, 0x706f776572)) // "power"
+	tear := f.disk.Unit == Byte && f.disk.Keeps == KeepPrefix
 	for _, c := range files {
 		if gone[c] {
 			continue // removed, and its removal durable: nothing of it is left to lose
 		}
+		var kept []segment
+		if f.disk.Unit > Byte {
+			var err error
+			if kept, err = c.survivors(f.disk, rng); err != nil {
+				return loss, err
+			}
+		}
 		n, err := c.restore()
 		if err != nil {
 			return loss, err
+		}
+		if len(c.units) > 0 && f.disk.Keeps != KeepNone {
+			var at []string
+			for _, s := range kept {
+				if _, err := c.f.WriteAt(s.data, s.off); err != nil {
+					return loss, fmt.Errorf("powerfs: keep the unit at %d of %s: %w", s.off, c.name, err)
+				}
+				n -= int64(len(s.data))
+				at = append(at, strconv.FormatInt(s.off, 10))
+			}
+			line := fmt.Sprintf("%s: kept %d of its %d unsynced units", c.name, len(kept), len(c.units))
+			if len(at) > 0 {
+				line += " at " + strings.Join(at, ", ")
+			}
+			loss.Kept = append(loss.Kept, line)
 		}
 		if tear && len(c.last.data) > 0 {
 			k := rng.IntN(len(c.last.data))
@@ -269,9 +308,9 @@ func (f *FS) takeBack(seed uint64, tear bool) (Loss, error) {
 				}
 				n -= int64(k)
 			}
-			loss.Torn = append(loss.Torn, fmt.Sprintf("%s: kept %d of the %d bytes written at %d", c.name, k, len(c.last.data), c.last.off))
+			loss.Kept = append(loss.Kept, fmt.Sprintf("%s: kept %d of the %d bytes written at %d", c.name, k, len(c.last.data), c.last.off))
 		}
-		if n > 0 || tear && len(c.last.data) > 0 {
+		if n > 0 || len(c.units) > 0 || tear && len(c.last.data) > 0 {
 			loss.Files++
 		}
 		loss.Bytes += max(0, n)
@@ -293,7 +332,8 @@ func (f *FS) forget() error {
 	return nil
 }
 
-// syncFile makes the file open as fd durable, and every name operation so far.
+// syncFile makes the file open as fd durable and, with NamesJournal, every name operation so
+// far.
 func (f *FS) syncFile(fd int) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -305,7 +345,35 @@ func (f *FS) syncFile(fd int) error {
 			return err
 		}
 	}
+	if f.disk.Names == NamesStrict {
+		return nil
+	}
 	return f.commitNames()
+}
+
+// syncDir makes the name operations durable that an fsync of directory dir (relative to the
+// root) makes durable: with NamesJournal every one so far, with NamesStrict those that
+// changed no other directory not fsynced since.
+func (f *FS) syncDir(dir string) error {
+	if f.disk.Names != NamesStrict {
+		return f.commitNames()
+	}
+	var errs []error
+	kept := f.journal[:0]
+	for _, u := range f.journal {
+		u.dirs = slices.DeleteFunc(u.dirs, func(d string) bool { return d == dir })
+		if len(u.dirs) > 0 {
+			kept = append(kept, u)
+		} else if u.trash != "" {
+			errs = append(errs, os.RemoveAll(u.trash))
+		}
+	}
+	clear(f.journal[len(kept):])
+	f.journal = kept
+	if len(f.journal) == 0 {
+		f.trashed = 0 // every entry in trash was a durable operation's, and is gone
+	}
+	return errors.Join(errs...)
 }
 
 // commitNames makes every name operation so far durable.

@@ -16,7 +16,12 @@ import (
 
 // mountT mounts a file system over a store of the test's own and unmounts it at the end;
 // under -short, which mounts nothing, it skips t.
-func mountT(t *testing.T) *FS {
+// dropAll is the disk that keeps nothing unsynced, and commits names as a journal does: what
+// most tests check against.
+var dropAll = Disk{Unit: Byte, Keeps: KeepNone, Names: NamesJournal}
+
+// mountT mounts a file system on disk d in a directory of t's, unmounted when t ends.
+func mountT(t *testing.T, d Disk) *FS {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("mounts a FUSE file system; run without -short")
@@ -32,7 +37,7 @@ func mountT(t *testing.T) *FS {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Mount(dir, filepath.Join(base, "store"))
+	f, err := Mount(dir, filepath.Join(base, "store"), d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +227,7 @@ func TestDropTakesBackWhatIsNotDurable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := mountT(t)
+			f := mountT(t, dropAll)
 			if tt.before != nil {
 				tt.before(t, f.Dir())
 				if err := f.Sync(); err != nil {
@@ -230,7 +235,7 @@ func TestDropTakesBackWhatIsNotDurable(t *testing.T) {
 				}
 			}
 			tt.do(t, f.Dir())
-			if _, err := f.Drop(context.Background(), 1, false); err != nil {
+			if _, err := f.Drop(context.Background(), 1); err != nil {
 				t.Fatal(err)
 			}
 			got := contents(t, f.Dir())
@@ -252,7 +257,7 @@ func TestDropTakesBackWhatIsNotDurable(t *testing.T) {
 func TestTearIsSeeded(t *testing.T) {
 	data := strings.Repeat("0123456789", 100)
 	run := func(seed uint64) (string, Loss) {
-		f := mountT(t)
+		f := mountT(t, DefaultDisk)
 		write(t, filepath.Join(f.Dir(), "log"), "head:", true)
 		file, err := os.OpenFile(filepath.Join(f.Dir(), "log"), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -261,7 +266,7 @@ func TestTearIsSeeded(t *testing.T) {
 		file.WriteString("first unsynced write;")
 		file.WriteString(data)
 		file.Close()
-		loss, err := f.Drop(context.Background(), seed, true)
+		loss, err := f.Drop(context.Background(), seed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +289,7 @@ func TestTearIsSeeded(t *testing.T) {
 	if len(kept) >= len(data) || !strings.HasPrefix(data, kept) {
 		t.Errorf("the torn write kept %d bytes %.20q..., want a proper prefix of the %d-byte write", len(kept), kept, len(data))
 	}
-	if len(loss.Torn) != 1 || loss.Files != 1 || loss.Bytes != int64(len("first unsynced write;")+len(data)-len(kept)) {
+	if len(loss.Kept) != 1 || loss.Files != 1 || loss.Bytes != int64(len("first unsynced write;")+len(data)-len(kept)) {
 		t.Errorf("loss %+v, want 1 file, 1 tear and %d bytes dropped", loss, len("first unsynced write;")+len(data)-len(kept))
 	}
 	seen := map[string]bool{}
@@ -300,7 +305,7 @@ func TestTearIsSeeded(t *testing.T) {
 // TestLossCounts: the record of a drop counts the files, bytes and name operations it took
 // back, and the file system counts what it served.
 func TestLossCounts(t *testing.T) {
-	f := mountT(t)
+	f := mountT(t, dropAll)
 	write(t, filepath.Join(f.Dir(), "synced"), "0123456789", true)
 	write(t, filepath.Join(f.Dir(), "new"), "abc", false)
 	file, err := os.OpenFile(filepath.Join(f.Dir(), "synced"), os.O_WRONLY, 0)
@@ -313,20 +318,20 @@ func TestLossCounts(t *testing.T) {
 	if f.Stats().Ops == 0 {
 		t.Error("the file system counted no operation")
 	}
-	loss, err := f.Drop(context.Background(), 1, false)
+	loss, err := f.Drop(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// "new": 3 bytes and its create; "synced": 2 bytes overwritten and 4 appended.
 	want := Loss{Files: 2, Bytes: 3 + 2 + 4, Entries: 1}
-	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || len(loss.Torn) != 0 {
+	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || len(loss.Kept) != 0 {
 		t.Errorf("loss %+v, want %+v", loss, want)
 	}
 	if s := loss.String(); !strings.Contains(s, "dropped 9 unsynced bytes of 2 files and undid 1 name operations") {
 		t.Errorf("loss reads %q", s)
 	}
 	// Nothing is left to take back: a second drop loses nothing.
-	loss, err = f.Drop(context.Background(), 1, true)
+	loss, err = f.Drop(context.Background(), 1)
 	if err != nil || loss.Files+loss.Entries != 0 || loss.Bytes != 0 {
 		t.Errorf("a second drop: %+v, %v; want nothing lost", loss, err)
 	}
@@ -335,14 +340,14 @@ func TestLossCounts(t *testing.T) {
 // TestDropWaitsForOpenFiles: a drop while a file is still open waits within its context and
 // then fails, naming the mount; the file system stays mounted and usable.
 func TestDropWaitsForOpenFiles(t *testing.T) {
-	f := mountT(t)
+	f := mountT(t, dropAll)
 	file, err := os.Create(filepath.Join(f.Dir(), "open"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = f.Drop(ctx, 1, false)
+	_, err = f.Drop(ctx, 1)
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), f.Dir()) {
 		t.Errorf("a drop with a file open returned %v, want the mount named and the deadline", err)
 	}
@@ -350,7 +355,7 @@ func TestDropWaitsForOpenFiles(t *testing.T) {
 		t.Errorf("after the refused drop the open file is not served: %v", err)
 	}
 	file.Close()
-	if _, err := f.Drop(context.Background(), 1, false); err != nil {
+	if _, err := f.Drop(context.Background(), 1); err != nil {
 		t.Error(err)
 	}
 	if got, _ := os.ReadDir(f.Dir()); len(got) != 0 {
@@ -362,7 +367,7 @@ func TestDropWaitsForOpenFiles(t *testing.T) {
 // program it starts, which would keep a dead mount's connection open and its own requests
 // blocked forever.
 func TestConnectionNotInherited(t *testing.T) {
-	f := mountT(t)
+	f := mountT(t, dropAll)
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func TestServerFilesReadBack(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(pg.Uid)
 	gid, _ := strconv.Atoi(pg.Gid)
-	f := mountT(t)
+	f := mountT(t, DefaultDisk)
 	// The user must reach the mount: t.TempDir's directories and the store's root are root's.
 	for _, d := range []string{filepath.Dir(filepath.Dir(f.Dir())), filepath.Dir(f.Dir()), f.Dir()} {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -62,11 +62,11 @@ func TestServerFilesReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loss, err := f.Drop(context.Background(), 1, true)
+	loss, err := f.Drop(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loss.Bytes != 0 || loss.Entries != 0 || len(loss.Torn) != 0 {
+	if loss.Bytes != 0 || loss.Entries != 0 || len(loss.Kept) != 0 {
 		t.Errorf("after initdb synced its cluster, a power loss %s", loss)
 	}
 	after, err := fsutil.Digest(f.Dir(), []string{"pg"})

@@ -11,7 +11,7 @@ import (
 // defaults (Debian's 3.4) fsyncs its WAL before it acknowledges, and must lose no
 // acknowledged write; etcd 3.5 with --unsafe-no-fsync, which etcd documents as unsafe, must
 // lose some, the verdicts naming the writes and the replicas: the proof that the fault bites.
-// That campaign drops unsynced data without tearing a write (torn_writes = false): a torn WAL
+// That campaign drops unsynced data without tearing a write (disk_keeps = "none"): a torn WAL
 // record makes etcd refuse to start (unrecoverable), which hides what was lost.
 func TestPowerLoss(t *testing.T) {
 	plugintest.Servers(t)
@@ -22,7 +22,7 @@ func TestPowerLoss(t *testing.T) {
 		lose         bool
 	}{
 		{"defaults", "", false},
-		{"unsafe-no-fsync", "[etcd]\nserver = " + strconv.Quote(unsafe) + "\nflags = [\"--unsafe-no-fsync\"]\ntorn_writes = false\n", true},
+		{"unsafe-no-fsync", "[etcd]\nserver = " + strconv.Quote(unsafe) + "\nflags = [\"--unsafe-no-fsync\"]\ndisk_keeps = \"none\"\n", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := plugintest.Campaign(t, bin, "qpe", plugintest.Params{Ops: 2, Replicas: 3}, tt.config, 2)

@@ -14,7 +14,7 @@ import (
 // ZooKeeper's fsync of its log before an acknowledgement (forceSync=yes), no acknowledged
 // write may be lost; without it (forceSync=no, ZooKeeper's documented trade), a whole-cluster
 // power loss must lose some, and the verdict must name the writes and the replicas: the proof
-// that the fault bites (with no write torn: torn_writes = false, as in etcd's test).
+// that the fault bites (with no write torn: disk_keeps = "none", as in etcd's test).
 func TestPowerLoss(t *testing.T) {
 	plugintest.Servers(t)
 	bin := plugintest.BuildModulo(t, "zookeeper")
@@ -23,7 +23,7 @@ func TestPowerLoss(t *testing.T) {
 		lose         bool
 	}{
 		{"forceSync=yes", "", false},
-		{"forceSync=no", "[zookeeper]\nforce_sync = false\ntorn_writes = false\n", true},
+		{"forceSync=no", "[zookeeper]\nforce_sync = false\ndisk_keeps = \"none\"\n", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			recs := plugintest.Campaign(t, bin, "qpz", plugintest.Params{Ops: 2, Replicas: 3}, tt.config, 2)
