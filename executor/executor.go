@@ -738,7 +738,6 @@ func (w *worker) restore(ctx context.Context, spec cem.ClusterSpec, s *schedules
 		if err := j.step(&s.Steps[i], report); err != nil {
 			return fmt.Errorf("restored step %d %s: %w", i+1, texts[i], err)
 		}
-		answered(rec, report)
 		actions := report.Actions
 		if i == len(sv.steps)-1 {
 			actions = append(slices.Clip(actions), got.Actions...)
@@ -817,7 +816,8 @@ func (j *judge) step(t *aem.Transition, report cem.StepReport) error {
 }
 
 // answered counts in rec what the system answered to the step's writes that only a minority
-// received.
+// received: of the steps the run made, not of a restored prefix's, which count with the run
+// that saved it, so that a campaign counts each write once.
 func answered(rec *results.Record, report cem.StepReport) {
 	for _, w := range report.Writes {
 		if !w.Minority {

@@ -116,8 +116,9 @@ type Record struct {
 	// Observations are what the plugin observed after each step, for explaining verdicts.
 	Observations []StepObservations `json:"observations,omitempty"`
 	// Answers counts what the system answered to the writes that only a minority of the
-	// replicas received (cem.Write.Minority), by answer: an acknowledged one is acknowledged
-	// for the oracle.
+	// replicas received (cem.Write.Minority) in the steps the run made (a restored prefix's
+	// count with the run that saved it), by answer: an acknowledged one is acknowledged for
+	// the oracle.
 	Answers map[cem.Answer]int `json:"answers,omitempty"`
 	// Restored, when the schedule did not start afresh, says which saved prefix it restored.
 	Restored *Restored `json:"restored,omitempty"`
