@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/plugins/internal/pgbin"
 )
 
 var about = kit.About{
@@ -80,35 +81,12 @@ func (s *system) Configure(decode func(any) error) error {
 	return decode(&s.cfg)
 }
 
-// binDir finds PostgreSQL's programs.
-func (s *system) binDir() (string, error) {
-	if s.cfg.Bin != "" {
-		return s.cfg.Bin, nil
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin") // the pattern is valid
-	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
-	if len(dirs) == 0 {
-		return "", errors.New("no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql, or set bin")
-	}
-	return dirs[0], nil
-}
-
-func version(dir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
-	return v
-}
-
 func (s *system) Version(ctx context.Context) (string, error) {
-	bin, err := s.binDir()
+	bin, err := pgbin.Dir(s.cfg.Bin)
 	if err != nil {
 		return "", err
 	}
-	out, err := kit.Output(ctx, filepath.Join(bin, "postgres"), "--version") // "postgres (PostgreSQL) 15.18 (Debian ...)"
-	f := strings.Fields(out)
-	if err != nil || len(f) < 3 {
-		return "", fmt.Errorf("postgres --version: %q %v", out, err)
-	}
-	return f[2], nil
+	return pgbin.Version(ctx, bin)
 }
 
 func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
@@ -119,7 +97,7 @@ func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
 // first primary, starts from it as a primary; every other copy starts in recovery, as a
 // standby made from a cold copy of a cleanly stopped primary does, until the kit links it.
 func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
-	bin, err := s.binDir()
+	bin, err := pgbin.Dir(s.cfg.Bin)
 	if err != nil {
 		return err
 	}
@@ -132,7 +110,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		// setpriv's credential change clears the parent-death signal that the kit sets: it sets
 		// it again, so that a server still dies with the plugin.
 		s.asUser = []string{"setpriv", "--reuid=" + owner.Uid, "--regid=" + owner.Gid, "--init-groups", "--pdeathsig=KILL", "--"}
-		if err := reachable(c.Spec.Dir, owner); err != nil {
+		if err := pgbin.Reachable(c.Spec.Dir, owner, "postgres"); err != nil {
 			return err
 		}
 	}
@@ -190,24 +168,6 @@ func appendTo(path, text string) error {
 	}
 	_, err = f.WriteString(text)
 	return errors.Join(err, f.Close())
-}
-
-// reachable opens the cluster's directory dir to u, who runs the servers, and checks that u
-// can enter every directory above it. Those are not the plugin's: it never changes them (it
-// once added o+x to each, /root included), and one that u cannot enter is an error naming it.
-func reachable(dir string, u *user.User) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if err := os.Chmod(dir, fi.Mode().Perm()|0o011); err != nil {
-		return err
-	}
-	d, mode, err := kit.Unreachable(filepath.Dir(dir), u)
-	if err != nil || d == "" {
-		return err
-	}
-	return fmt.Errorf("the servers run as %s (PostgreSQL refuses root), who cannot enter %s (%v): modulo runs clusters in $TMPDIR when others cannot enter the results_dir: give it a TMPDIR or a results_dir that %s can reach, such as /var/tmp, or set [postgres] user", u.Username, d, mode, u.Username)
 }
 
 // own makes dir and gives it to the servers' user.
