@@ -517,7 +517,7 @@ func (s *suite) partition(t *testing.T, steps []aem.Transition) {
 		}
 		alive := 0
 		for _, f := range files {
-			if proc.Alive(f.Pid) {
+			if _, replica := replicaIndex(f); replica && proc.Alive(f.Pid) {
 				alive++
 			}
 		}
@@ -581,13 +581,21 @@ func pickVictim(files []proc.PidFile, first aem.Transition) proc.PidFile {
 	}
 	top := first.WriteCount()
 	for _, f := range files {
-		name := strings.TrimSuffix(filepath.Base(f.Path), proc.PidFileSuffix)
-		i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
-		if err == nil && i < len(first.Writes) && first.Writes[i] == top {
+		i, ok := replicaIndex(f)
+		if ok && i < len(first.Writes) && first.Writes[i] == top {
 			return f
 		}
 	}
 	return files[0]
+}
+
+// replicaIndex is the index of the replica whose server's pid file f is ("<plugin>-<i>"), and
+// false for a service's ("<plugin>-<name>": kit.ServiceSpec), which runs whatever the schedule
+// does.
+func replicaIndex(f proc.PidFile) (int, bool) {
+	name := strings.TrimSuffix(filepath.Base(f.Path), proc.PidFileSuffix)
+	i, err := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
+	return i, err == nil
 }
 
 // signalName is the name of each signal the suite sends.
