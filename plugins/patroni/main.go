@@ -9,8 +9,9 @@
 // pg_rewind. A crash kills a replica's Patroni and its PostgreSQL together. Writes go to the
 // primary; reads come from each replica alone (hot standbys). Under Patroni's default
 // asynchronous replication a write is acknowledged once the primary committed it, before any
-// standby holds it (kit.Asynchronous): a failover may then lose it, within
-// maximum_lag_on_failover, and the campaign reports it as a lost write. README.md tells how
+// standby holds it (kit.Asynchronous): a failover may then lose it, within what Patroni
+// documents (maximum_lag_on_failover, plus what the primary wrote in its last ttl seconds), and
+// the campaign reports it as a lost write. README.md tells how
 // each step is realised and what each mode promises.
 package main
 
