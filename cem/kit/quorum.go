@@ -201,8 +201,8 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	e.placeLeader(t.Writes, leader)
 	quorum := len(p.conc)/2 + 1
 	var pending []pendingWrite
-	var failing time.Time // when the kit began failing every replica, the writes' receivers too
-	defer func() { err = errors.Join(err, e.settle(pending, failing)) }()
+	var failedAt time.Time // when the kit began failing every replica, the writes' receivers too
+	defer func() { err = errors.Join(err, e.settle(pending, failedAt)) }()
 	for j := 1; j <= t.WriteCount(); j++ {
 		var failing []int // abstract replicas
 		var receivers []*Replica
@@ -260,7 +260,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			}
 		}
 	}
-	failing = time.Now()
+	failedAt = time.Now()
 	for a, on := range p.state.On {
 		if on {
 			if err := e.fail(ctx, t, a, false); err != nil {
@@ -339,10 +339,10 @@ func (e *quorumEngine) awaitLogged(ctx context.Context, r *Replica, key, value s
 // settle ends the writes sent without waiting, once their leader is gone, waits until the
 // system's Write has returned (it must return soon after its context ends), and records each
 // answer in the step's writes (cem.Answer): an error counts as a refusal only where it came
-// before the kit began failing the servers (failing; zero when it never did) and before it
+// before the kit began failing the servers (failedAt; zero when it never did) and before it
 // ended the wait, since afterwards it is the lost connection. An acknowledgement counts
 // whenever it came.
-func (e *quorumEngine) settle(pending []pendingWrite, failing time.Time) error {
+func (e *quorumEngine) settle(pending []pendingWrite, failedAt time.Time) error {
 	p := e.p
 	var errs []error
 	ended := time.Now()
@@ -368,7 +368,7 @@ func (e *quorumEngine) settle(pending []pendingWrite, failing time.Time) error {
 			} else {
 				p.act(w.to, "write %s acknowledged %s after it was sent, though only a minority received it: it cannot have committed", sw.Key, after.Round(time.Millisecond))
 			}
-		case a.at.Before(ended) && (failing.IsZero() || a.at.Before(failing)):
+		case a.at.Before(ended) && (failedAt.IsZero() || a.at.Before(failedAt)):
 			sw.Answer, sw.AnsweredAfter = cem.Refused, after
 			p.act(w.to, "write %s refused %s after it was sent: %v", sw.Key, after.Round(time.Millisecond), a.err)
 		default:
