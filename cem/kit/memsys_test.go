@@ -162,7 +162,7 @@ func TestMain(m *testing.M) {
 		return
 	}
 	if addr := os.Getenv(dialEnv); addr != "" {
-		if !answers(addr) {
+		if !answers(addr, 200*time.Millisecond) {
 			fmt.Fprintln(os.Stderr, "no answer from", addr)
 			os.Exit(3)
 		}
@@ -198,8 +198,11 @@ func placeholder(addr string) {
 }
 
 // serving tells whether r's stand-in answers now.
-func serving(r *kit.Replica, wait time.Duration) bool {
-	c, err := net.DialTimeout("tcp", r.Addr(0), wait)
+func serving(r *kit.Replica, wait time.Duration) bool { return answers(r.Addr(0), wait) }
+
+// answers tells whether the stand-in at addr answers within wait.
+func answers(addr string, wait time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, wait)
 	if err != nil {
 		return false
 	}

@@ -3,7 +3,6 @@ package kit_test
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +33,7 @@ func (s *servedSystem) ServiceCommand(_ *kit.Cluster, svc *kit.Service) (kit.Com
 }
 
 func (s *servedSystem) ServiceReady(_ context.Context, _ *kit.Cluster, svc *kit.Service) (bool, string, error) {
-	s.coordServed = answers(svc.Addr(0))
+	s.coordServed = answers(svc.Addr(0), 200*time.Millisecond)
 	return s.coordServed, "", nil
 }
 
@@ -44,18 +43,6 @@ func (s *servedSystem) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, err
 		return kit.Command{}, errors.New("started before the service coord served")
 	}
 	return s.memSystem.Command(c, r)
-}
-
-// answers tells whether the stand-in at addr answers.
-func answers(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	_, err = c.Read(make([]byte, 1))
-	return err == nil
 }
 
 // servedAbout is memAbout(drm) with the service, and with ports of its own when inNS.
@@ -90,7 +77,7 @@ func TestServices(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Teardown(ctx) })
 	svc := sys.c.Service("coord")
-	if svc == nil || !strings.HasSuffix(svc.Name, "-coord") || svc.Ports[0] != spec.BasePort+3 || !answers(svc.Addr(0)) {
+	if svc == nil || !strings.HasSuffix(svc.Name, "-coord") || svc.Ports[0] != spec.BasePort+3 || !answers(svc.Addr(0), 200*time.Millisecond) {
 		t.Fatalf("service %+v: want <plugin>-coord serving at port %d", svc, spec.BasePort+3)
 	}
 	files, err := proc.PidFiles(spec.Dir)
@@ -102,7 +89,7 @@ func TestServices(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 	}
-	if !answers(svc.Addr(0)) {
+	if !answers(svc.Addr(0), 200*time.Millisecond) {
 		t.Error("the service no longer serves after a schedule that failed every replica")
 	}
 	if err := p.Teardown(ctx); err != nil {
