@@ -198,14 +198,8 @@ func (p *Plugin) copyBack(src, to string) error {
 		}
 		return fsutil.CopyTree(src, to)
 	}
-	entries, err := os.ReadDir(to)
-	if err != nil {
+	if err := fsutil.Empty(to); err != nil {
 		return err
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(to, e.Name())); err != nil {
-			return err
-		}
 	}
 	info, err := os.Stat(src)
 	if err != nil {

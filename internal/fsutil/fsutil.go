@@ -21,6 +21,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Empty removes everything dir holds and keeps dir itself, its mode and its owner: a server's
+// state directory on a power-loss file system is a mount point, which cannot be removed, and a
+// copy made afresh (a base backup, a restore) goes into it.
+func Empty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // CopyFile copies src to dst, with src's mode and holes, through a temporary file renamed into
 // place, so that dst is never half written.
 func CopyFile(src, dst string) error {
@@ -116,8 +132,11 @@ func segments(f *os.File, size int64) ([]segment, error) {
 }
 
 // CopyTree copies src, a file or a directory, to dst with everything under it: directories,
-// regular files (CopyFile) and symbolic links. dst must not exist.
+// regular files (CopyFile) and symbolic links. dst must not exist, or be an empty directory
+// (a mount point). Run as root, it keeps each entry's owner too: a server that runs as a user
+// of its own (PostgreSQL) refuses a data directory that is not that user's.
 func CopyTree(src, dst string) error {
+	root := os.Geteuid() == 0
 	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -133,18 +152,22 @@ func CopyTree(src, dst string) error {
 		}
 		switch {
 		case d.IsDir():
-			return os.MkdirAll(to, info.Mode().Perm())
+			err = os.MkdirAll(to, info.Mode().Perm())
 		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			if err != nil {
-				return err
+			var target string
+			if target, err = os.Readlink(path); err == nil {
+				err = os.Symlink(target, to)
 			}
-			return os.Symlink(target, to)
 		case d.Type().IsRegular():
-			return CopyFile(path, to)
+			err = CopyFile(path, to)
 		default:
 			return fmt.Errorf("copy %s: not a file, directory or link (%v)", path, d.Type())
 		}
+		if err != nil || !root {
+			return err
+		}
+		st := info.Sys().(*syscall.Stat_t)
+		return os.Lchown(to, int(st.Uid), int(st.Gid))
 	})
 }
 

@@ -204,3 +204,70 @@ func TestPunchZeros(t *testing.T) {
 		})
 	}
 }
+
+// TestEmpty: Empty removes files and trees under a directory and keeps the directory with its
+// mode; a missing directory is an error.
+func TestEmpty(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(dir, "sub", "deeper"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"a", "sub/b", "sub/deeper/c"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Empty(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("after Empty, %s holds %v (%v)", dir, entries, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("after Empty, %s: %v, %v; want a directory of mode 0700", dir, fi, err)
+	}
+	if err := Empty(filepath.Join(dir, "missing")); err == nil {
+		t.Error("Empty of a missing directory succeeded")
+	}
+}
+
+// TestCopyTreeKeepsOwners: run as root, a copy keeps each file's and directory's owner, and a
+// copy into an existing empty directory (a mount point) gives it the source's owner.
+func TestCopyTreeKeepsOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give a file away")
+	}
+	src := filepath.Join(t.TempDir(), "data")
+	if err := os.MkdirAll(filepath.Join(src, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(src, "sub", "f")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{src, filepath.Join(src, "sub"), file} {
+		if err := os.Lchown(p, 4321, 4322); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dst := filepath.Join(t.TempDir(), "mount")
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyTree(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	for _, rel := range []string{".", "sub", "sub/f"} {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(dst, rel), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Uid != 4321 || st.Gid != 4322 {
+			t.Errorf("%s copied with owner %d:%d, want 4321:4322", rel, st.Uid, st.Gid)
+		}
+	}
+}
