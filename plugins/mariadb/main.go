@@ -1,5 +1,7 @@
 // Command modulo-plugin-mariadb is modulo's MariaDB plugin: GTID replication on the crash+link
-// rule set of S/CL/R, as the DRM mdl (S/CL/MD) that it declares itself.
+// rule set of S/CL/R, as the DRMs it declares itself: mdl (S/CL/MD), whose failures are
+// crashes, and mdp (S/PL/MD), whose failures are power losses of the data directory
+// (kit.DiskState).
 //
 // Every step is what MariaDB's documentation tells an operator to do, and nothing is checked
 // for MariaDB that MariaDB does not check: a crash is a SIGKILL; writes go to a server that
@@ -26,6 +28,7 @@ import (
 	"github.com/modulo-testing/modulo/cem"
 	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/proc"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/plugins/internal/mariadbdir"
 )
 
@@ -34,6 +37,10 @@ var about = kit.About{
 	Declare: []kit.DRM{{
 		Name: "mdl", Title: "S/CL/MD", Rules: "crash-link", System: "MariaDB",
 		Summary: "GTID replication: crash and link failures, rejoin by CHANGE MASTER (slave_pos)",
+		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
+	}, {
+		Name: "mdp", Title: "S/PL/MD", Rules: "crash-link", System: "MariaDB", PowerLoss: true,
+		Summary: "GTID replication: power losses (SIGKILL, then the disk loses what was not synced) and link failures",
 		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
 	}},
 	PortsPerReplica: 1,
@@ -46,6 +53,10 @@ func main() { kit.Serve(about, &system{}) }
 type Config struct {
 	Server string `toml:"server"` // mariadbd
 	Bin    string `toml:"bin"`    // the directory of mariadb, mariadb-dump and mariadb-install-db
+	// SyncBinlog is MariaDB's sync_binlog: 0 (its default) leaves the binary log to the
+	// operating system to flush, 1 syncs it at every commit, as MariaDB's documentation
+	// advises where a power loss must not take back what replicas were sent.
+	SyncBinlog int `toml:"sync_binlog"`
 }
 
 type system struct{ cfg Config }
@@ -56,11 +67,18 @@ var (
 	_ kit.Stopper     = (*system)(nil)
 	_ kit.Readier     = (*system)(nil)
 	_ kit.Observer    = (*system)(nil)
+	_ kit.DiskState   = (*system)(nil)
 )
 
 func (s *system) Configure(decode func(any) error) error {
 	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin"}
-	return decode(&s.cfg)
+	if err := decode(&s.cfg); err != nil {
+		return err
+	}
+	if s.cfg.SyncBinlog < 0 {
+		return fmt.Errorf("sync_binlog must be 0 or more, got %d", s.cfg.SyncBinlog)
+	}
+	return nil
 }
 
 func (s *system) tool(name string) string { return filepath.Join(s.cfg.Bin, name) }
@@ -77,6 +95,20 @@ func (s *system) Version(ctx context.Context) (string, error) {
 func dataDir(r *kit.Replica) string     { return filepath.Join(r.Dir, "data") }
 func templateDir(c *kit.Cluster) string { return filepath.Join(c.Spec.Dir, "template") }
 
+// StateFiles is a server's data directory: InnoDB's files, the binary and relay logs, and
+// where it replicates from.
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
+
+// fill copies the template data directory into r's, which may be a power-loss file system's
+// mount point already.
+func fill(ctx context.Context, c *kit.Cluster, r *kit.Replica) error {
+	if err := os.MkdirAll(dataDir(r), 0o700); err != nil {
+		return err
+	}
+	_, err := kit.Output(ctx, "cp", "-a", templateDir(c)+"/.", dataDir(r))
+	return err
+}
+
 // asRoot is what mariadbd needs to run as root, which it otherwise refuses.
 func asRoot() []string {
 	if os.Geteuid() == 0 {
@@ -92,7 +124,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		return err
 	}
 	for _, r := range c.Replicas {
-		if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(r)); err != nil {
+		if err := fill(ctx, c, r); err != nil {
 			return err
 		}
 		if err := os.Mkdir(tmpDir(r), 0o700); err != nil {
@@ -109,19 +141,21 @@ func tmpDir(r *kit.Replica) string { return filepath.Join(r.Dir, "tmp") }
 // innoDB keeps each server small: a cluster's servers share two cores.
 var innoDB = []string{"--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
 
-// serverArgs are mariadbd's arguments for r's data directory, on r's port.
-func serverArgs(r *kit.Replica) []string {
+// serverArgs are mariadbd's arguments for r's data directory, on r's port. Its socket (relative
+// to the data directory: a socket's path is short) and pid file are in r's directory, outside
+// its state.
+func (s *system) serverArgs(r *kit.Replica) []string {
 	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--tmpdir=" + tmpDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
-		"--bind-address=" + r.Host, "--skip-name-resolve", "--socket=mysqld.sock", "--pid-file=mysqld.pid",
+		"--bind-address=" + r.Host, "--skip-name-resolve", "--socket=../mysqld.sock", "--pid-file=" + filepath.Join(r.Dir, "mysqld.pid"),
 		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
-		"--gtid-strict-mode=ON", "--skip-slave-start"}, asRoot()...), innoDB...)
+		"--gtid-strict-mode=ON", "--skip-slave-start", "--sync-binlog=" + strconv.Itoa(s.cfg.SyncBinlog)}, asRoot()...), innoDB...)
 }
 
 func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	if src := c.StartSource(r); src != nil {
 		return kit.Command{}, fmt.Errorf("the kit wants %s to start following %s, but a MariaDB server starts following nobody", r.Name, src.Name)
 	}
-	return kit.Command{Path: s.cfg.Server, Args: serverArgs(r)}, nil
+	return kit.Command{Path: s.cfg.Server, Args: s.serverArgs(r)}, nil
 }
 
 // query runs statements on r's server with the mariadb client and returns its rows, tab
@@ -250,17 +284,17 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 		"--single-transaction", "--gtid", "--master-data=1", "--databases", "modulo", "--result-file="+dump); err != nil {
 		return false, err
 	}
-	if err := os.RemoveAll(dataDir(to)); err != nil {
+	if err := fsutil.Empty(dataDir(to)); err != nil {
 		return false, err
 	}
-	if _, err := kit.Output(ctx, "cp", "-a", templateDir(c), dataDir(to)); err != nil {
+	if err := fill(ctx, c, to); err != nil {
 		return false, err
 	}
 	server, err := kit.ExpandHome(s.cfg.Server)
 	if err != nil {
 		return false, err
 	}
-	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: server, Args: serverArgs(to), NetNS: to.NetNS})
+	loader, err := proc.StartProcess(proc.ProcessSpec{Name: to.Name + "-load", Dir: to.Dir, Path: server, Args: s.serverArgs(to), NetNS: to.NetNS})
 	if err != nil {
 		return false, err
 	}

@@ -1,5 +1,7 @@
 // Command modulo-plugin-postgres is modulo's PostgreSQL plugin: streaming replication on the
-// crash+link rule set of S/CL/R, as the DRM pgl (S/CL/P) that it declares itself.
+// crash+link rule set of S/CL/R, as the DRMs it declares itself: pgl (S/CL/P), whose failures
+// are crashes, and pgp (S/PL/P), whose failures are power losses of the data directory
+// (kit.DiskState).
 //
 // Every step is what PostgreSQL's own tools and its failover managers (Patroni, repmgr,
 // pg_auto_failover) do, and nothing is repaired behind the system's back: a crash is a
@@ -32,6 +34,7 @@ import (
 	"syscall"
 
 	"github.com/modulo-testing/modulo/cem/kit"
+	"github.com/modulo-testing/modulo/internal/fsutil"
 	"github.com/modulo-testing/modulo/plugins/internal/pgbin"
 )
 
@@ -40,6 +43,10 @@ var about = kit.About{
 	Declare: []kit.DRM{{
 		Name: "pgl", Title: "S/CL/P", Rules: "crash-link", System: "PostgreSQL",
 		Summary: "streaming replication: crash and link failures, rejoin by pg_rewind or pg_basebackup",
+		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
+	}, {
+		Name: "pgp", Title: "S/PL/P", Rules: "crash-link", System: "PostgreSQL", PowerLoss: true,
+		Summary: "streaming replication: power losses (SIGKILL, then the disk loses what was not synced) and link failures",
 		Ops:     1, Replicas: 2, OpsRange: []int{1, 2}, ReplicasRange: []int{2, 3},
 	}},
 	PortsPerReplica: 1,
@@ -55,6 +62,9 @@ type Config struct {
 	Bin string `toml:"bin"`
 	// User runs the servers when the plugin runs as root.
 	User string `toml:"user"`
+	// Fsync is PostgreSQL's fsync: false never flushes anything to disk, which its
+	// documentation warns loses data at a power loss (the control of a power-loss campaign).
+	Fsync *bool `toml:"fsync"`
 }
 
 type system struct {
@@ -74,10 +84,12 @@ var (
 	_ kit.Snapshotter = (*system)(nil)
 	_ kit.Observer    = (*system)(nil)
 	_ kit.SyncLogger  = (*system)(nil)
+	_ kit.DiskState   = (*system)(nil)
 )
 
 func (s *system) Configure(decode func(any) error) error {
-	s.cfg = Config{User: "postgres"}
+	yes := true
+	s.cfg = Config{User: "postgres", Fsync: &yes}
 	return decode(&s.cfg)
 }
 
@@ -90,6 +102,10 @@ func (s *system) Version(ctx context.Context) (string, error) {
 }
 
 func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
+
+// StateFiles is a server's data directory: its WAL, its heap, its control file and its
+// configuration (standby.signal and primary_conninfo say what it follows).
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
 
 // Prepare makes a template data directory once per cluster (initdb, and the table every write
 // goes to) and copies it to every replica: copies of one initdb share a system identifier and
@@ -132,6 +148,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		// Shared memory in the server's own directory: a SIGKILLed server leaves its /dev/shm
 		// segments behind, and campaigns fill the host's memory with them.
 		"dynamic_shared_memory_type = mmap",
+		"fsync = " + map[bool]string{true: "on", false: "off"}[*s.cfg.Fsync],
 	}, "\n") + "\n"
 	// initdb trusts 127.0.0.1 alone; in a cluster's network the plugin and the standbys come
 	// from the replicas' subnet, where only they are.
@@ -148,7 +165,12 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		if err := s.own(r.Dir, owner); err != nil {
 			return err
 		}
-		if _, err := kit.Output(ctx, "cp", "-a", template, dataDir(r)); err != nil {
+		// The data directory may be a power-loss file system's mount point already: the copy
+		// goes into it.
+		if err := s.own(dataDir(r), owner); err != nil {
+			return err
+		}
+		if _, err := kit.Output(ctx, "cp", "-a", template+"/.", dataDir(r)); err != nil {
 			return err
 		}
 		if r.Index > 0 {
@@ -160,19 +182,35 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	return nil
 }
 
-// appendTo appends text to the file at path, made (mode 0600) if missing.
+// appendTo appends text to the file at path, made (mode 0600) if missing, and syncs the file
+// and its directory, as ALTER SYSTEM does: what follows what is a server's state, and a power
+// loss must not take back what an operator wrote.
 func appendTo(path, text string) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
 	_, err = f.WriteString(text)
-	return errors.Join(err, f.Close())
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
-// own makes dir and gives it to the servers' user.
+// own makes dir, mode 0700 as PostgreSQL requires of a data directory, and gives it to the
+// servers' user.
 func (s *system) own(dir string, u *user.User) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return err
 	}
 	if u == nil {
@@ -334,10 +372,10 @@ func (s *system) Relink(ctx context.Context, c *kit.Cluster, r, src *kit.Replica
 		// pg_rewind's documentation prescribes a fresh base backup where it cannot rewind.
 		s.rewind[r.Index] = "fresh pg_basebackup: " + fallback
 		c.Record(r, "%s: fresh pg_basebackup of %s", fallback, src.Name)
-		if err := os.RemoveAll(dataDir(r)); err != nil {
+		if err := fsutil.Empty(dataDir(r)); err != nil {
 			return false, err
 		}
-		if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(r), "-d", conn, "-X", "stream", "--no-sync"); err != nil {
+		if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(r), "-d", conn, "-X", "stream"); err != nil {
 			return false, err
 		}
 		rewritten = true
@@ -445,10 +483,10 @@ func (s *system) InSync(ctx context.Context, r, src *kit.Replica) (bool, string,
 // CopySnapshot replaces the data of the crashed replica to with a base backup of from, which
 // starts in recovery as from's standby: the kit promotes it where the model wants a primary.
 func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (bool, error) {
-	if err := os.RemoveAll(dataDir(to)); err != nil {
+	if err := fsutil.Empty(dataDir(to)); err != nil {
 		return false, err
 	}
-	if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(to), "-d", conninfo(from), "-X", "stream", "--no-sync"); err != nil {
+	if _, err := s.run(ctx, "pg_basebackup", "-D", dataDir(to), "-d", conninfo(from), "-X", "stream"); err != nil {
 		return false, err
 	}
 	return true, standbyOf(to, from)
