@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/modulo-testing/modulo/internal/fsutil"
 )
 
 // mountT mounts a file system over a store of the test's own and unmounts it at the end;
@@ -386,5 +388,38 @@ func TestConnectionNotInherited(t *testing.T) {
 	}
 	if found == 0 {
 		t.Errorf("mounted at %s, the process holds no /dev/fuse", f.Dir())
+	}
+}
+
+// TestSyncTreeMakesACopyDurable: a tree copied onto the file system and synced with
+// fsutil.SyncTree (files, then their directories) survives a power loss whole, even where a
+// name is durable only once its directory is synced and nothing unsynced survives.
+func TestSyncTreeMakesACopyDurable(t *testing.T) {
+	f := mountT(t, Disk{Unit: Page, Keeps: KeepNone, Names: NamesStrict})
+	files := map[string]string{"a": "first", "sub/b": "second", "sub/deeper/c": strings.Repeat("third", 2000)}
+	for name, text := range files {
+		path := filepath.Join(f.Dir(), name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fsutil.SyncTree(f.Dir()); err != nil {
+		t.Fatal(err)
+	}
+	loss, err := f.Drop(context.Background(), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loss.Bytes != 0 || loss.Entries != 0 {
+		t.Errorf("after SyncTree a power loss %s", loss)
+	}
+	for name, text := range files {
+		got, err := os.ReadFile(filepath.Join(f.Dir(), name))
+		if err != nil || string(got) != text {
+			t.Errorf("%s after the power loss: %d bytes (%v), want %d", name, len(got), err, len(text))
+		}
 	}
 }

@@ -37,6 +37,44 @@ func Empty(dir string) error {
 	return nil
 }
 
+// SyncTree fsyncs every file and directory under dir, dir itself last: what an operator's
+// copy needs before a power loss may not take it back (sync(1) after cp), file by file, as a
+// FUSE file system answers no syncfs.
+func SyncTree(dir string) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir():
+			dirs = append(dirs, path)
+			return nil
+		case !d.Type().IsRegular():
+			return nil
+		}
+		return syncPath(path)
+	})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(dirs) // a directory after everything in it
+	for _, d := range dirs {
+		if err := syncPath(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncPath fsyncs the file or directory at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
 // CopyFile copies src to dst, with src's mode and holes, through a temporary file renamed into
 // place, so that dst is never half written.
 func CopyFile(src, dst string) error {

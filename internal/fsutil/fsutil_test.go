@@ -271,3 +271,14 @@ func TestCopyTreeKeepsOwners(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncTree: SyncTree syncs a tree of files and directories, and names what it cannot open.
+func TestSyncTree(t *testing.T) {
+	dir := sparseTree(t)
+	if err := SyncTree(dir); err != nil {
+		t.Errorf("SyncTree(%s): %v", dir, err)
+	}
+	if err := SyncTree(filepath.Join(dir, "missing")); err == nil {
+		t.Error("SyncTree of a missing directory succeeded")
+	}
+}
