@@ -100,20 +100,13 @@ func templateDir(c *kit.Cluster) string { return filepath.Join(c.Spec.Dir, "temp
 func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
 
 // fill copies the template data directory into r's, which may be a power-loss file system's
-// mount point already, and syncs the copy, as an operator's copy ends with sync: a power loss
-// moments later must not take back files that the server, which did not write them, never
-// syncs (its privilege tables' .frm files).
+// mount point already.
 func fill(ctx context.Context, c *kit.Cluster, r *kit.Replica) error {
 	if err := os.MkdirAll(dataDir(r), 0o700); err != nil {
 		return err
 	}
-	if _, err := kit.Output(ctx, "cp", "-a", templateDir(c)+"/.", dataDir(r)); err != nil {
-		return err
-	}
-	if err := fsutil.SyncTree(dataDir(r)); err != nil {
-		return fmt.Errorf("sync the copy in %s: %w", dataDir(r), err)
-	}
-	return nil
+	_, err := kit.Output(ctx, "cp", "-a", templateDir(c)+"/.", dataDir(r))
+	return err
 }
 
 // asRoot is what mariadbd needs to run as root, which it otherwise refuses.
@@ -296,6 +289,12 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	}
 	if err := fill(ctx, c, to); err != nil {
 		return false, err
+	}
+	// An operator's copy ends with sync: a power loss moments later must not take back files
+	// that the server, which did not write them, never syncs (its privilege tables' .frm
+	// files). What Prepare copies, the kit syncs before the first server starts.
+	if err := fsutil.SyncTree(dataDir(to)); err != nil {
+		return false, fmt.Errorf("sync the copy in %s: %w", dataDir(to), err)
 	}
 	server, err := kit.ExpandHome(s.cfg.Server)
 	if err != nil {
