@@ -52,22 +52,22 @@ func SyncTree(dir string) error {
 		case !d.Type().IsRegular():
 			return nil
 		}
-		return syncPath(path)
+		return Sync(path)
 	})
 	if err != nil {
 		return err
 	}
 	slices.Reverse(dirs) // a directory after everything in it
 	for _, d := range dirs {
-		if err := syncPath(d); err != nil {
+		if err := Sync(d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncPath fsyncs the file or directory at path.
-func syncPath(path string) error {
+// Sync fsyncs the file or directory at path.
+func Sync(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

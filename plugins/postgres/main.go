@@ -64,7 +64,7 @@ type Config struct {
 	User string `toml:"user"`
 	// Fsync is PostgreSQL's fsync: false never flushes anything to disk, which its
 	// documentation warns loses data at a power loss (the control of a power-loss campaign).
-	Fsync *bool `toml:"fsync"`
+	Fsync bool `toml:"fsync"`
 }
 
 type system struct {
@@ -88,8 +88,7 @@ var (
 )
 
 func (s *system) Configure(decode func(any) error) error {
-	yes := true
-	s.cfg = Config{User: "postgres", Fsync: &yes}
+	s.cfg = Config{User: "postgres", Fsync: true}
 	return decode(&s.cfg)
 }
 
@@ -148,7 +147,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 		// Shared memory in the server's own directory: a SIGKILLed server leaves its /dev/shm
 		// segments behind, and campaigns fill the host's memory with them.
 		"dynamic_shared_memory_type = mmap",
-		"fsync = " + map[bool]string{true: "on", false: "off"}[*s.cfg.Fsync],
+		"fsync = " + strconv.FormatBool(s.cfg.Fsync), // PostgreSQL reads true and false
 	}, "\n") + "\n"
 	// initdb trusts 127.0.0.1 alone; in a cluster's network the plugin and the standbys come
 	// from the replicas' subnet, where only they are.
@@ -197,11 +196,7 @@ func appendTo(path, text string) error {
 	if err = errors.Join(err, f.Close()); err != nil {
 		return err
 	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return fsutil.Sync(filepath.Dir(path))
 }
 
 // own makes dir, mode 0700 as PostgreSQL requires of a data directory, and gives it to the
