@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
@@ -460,9 +461,49 @@ func (s *system) inRecovery(ctx context.Context, r *kit.Replica) (bool, error) {
 
 // Write inserts the key through r, the primary; the answer comes once PostgreSQL committed it
 // (and, under synchronous_mode, once the synchronous standby holds it).
+//
+// Under synchronous_mode it first waits until the standby that PostgreSQL streams to
+// synchronously is the one Patroni has recorded in etcd. After the synchronous standby fails,
+// the leader makes another standby synchronous at once but records it only two seconds later
+// (ha.py sleeps before it writes /sync), and only a recorded standby may be promoted: a write
+// acknowledged within that window and followed by the leader's failure leaves the survivors
+// unable to elect until the old leader returns, by Patroni's design. Writing as the model
+// means it (committed where a majority that can elect holds it) is writing once Patroni has
+// recorded who holds it. A suspended standby still streams, so a write that it must miss is
+// sent at once and waits for it, as the model means that one.
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
+	if s.cfg.SynchronousMode {
+		if err := s.awaitSyncRecorded(ctx, r); err != nil {
+			return err
+		}
+	}
 	_, err := query(ctx, r, "INSERT INTO kv VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v", key, value)
 	return err
+}
+
+// awaitSyncRecorded waits until the leader r streams synchronously to a standby that its
+// /cluster names sync_standby, or ctx ends.
+func (s *system) awaitSyncRecorded(ctx context.Context, r *kit.Replica) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		streams, err := query(ctx, r, "SELECT application_name, state, sync_state FROM pg_stat_replication")
+		seen := ""
+		if err == nil {
+			var names []string
+			names, seen = s.recordedSync(ctx, r, streams)
+			if len(names) > 0 {
+				return nil
+			}
+		} else {
+			seen = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no write to %s: Patroni recorded none of its synchronous standbys (%s): %w", r.Name, seen, ctx.Err())
+		case <-tick.C:
+		}
+	}
 }
 
 // Delete deletes the key through the leader r, for break_realisation = "lose-write".
@@ -549,25 +590,39 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 	return true, "", nil
 }
 
-// syncAssigned tells whether the leader streams synchronously to an online node (its
-// pg_stat_replication says "sync") that Patroni has published as its synchronous standby (the
-// leader's /cluster names it sync_standby), the only node it would promote.
+// syncAssigned tells whether the leader streams synchronously to an online node that Patroni
+// has recorded as its synchronous standby, the only node it would promote.
 func (s *system) syncAssigned(ctx context.Context, leader *kit.Replica, online []*kit.Replica, streams [][]string) (bool, string) {
+	names, seen := s.recordedSync(ctx, leader, streams)
+	for _, n := range names {
+		if slices.ContainsFunc(online, func(r *kit.Replica) bool { return r.Name == n }) {
+			return true, ""
+		}
+	}
+	if seen == "" {
+		seen = fmt.Sprintf("%s has no synchronous standby among the online nodes yet: %v", leader.Name, streams)
+	}
+	return false, seen
+}
+
+// recordedSync names the standbys that the leader streams to synchronously (its
+// pg_stat_replication rows, streams, say "sync") and that Patroni has recorded as synchronous
+// (the leader's /cluster names them sync_standby); with none, what it saw.
+func (s *system) recordedSync(ctx context.Context, leader *kit.Replica, streams [][]string) ([]string, string) {
 	var v clusterView
 	if err := getJSON(ctx, api(leader, "/cluster"), &v); err != nil {
-		return false, leader.Name + ": " + err.Error()
+		return nil, leader.Name + ": " + err.Error()
 	}
+	var names []string
 	for _, m := range v.Members {
-		if m.Role != "sync_standby" {
-			continue
-		}
-		for _, row := range streams {
-			if row[0] == m.Name && row[2] == "sync" && slices.ContainsFunc(online, func(r *kit.Replica) bool { return r.Name == m.Name }) {
-				return true, ""
-			}
+		if m.Role == "sync_standby" && slices.ContainsFunc(streams, func(row []string) bool { return row[0] == m.Name && row[2] == "sync" }) {
+			names = append(names, m.Name)
 		}
 	}
-	return false, fmt.Sprintf("%s has no synchronous standby among the online nodes yet: %v", leader.Name, streams)
+	if len(names) == 0 {
+		return nil, fmt.Sprintf("%s streams %v, and its /cluster names no synchronous standby among them", leader.Name, streams)
+	}
+	return names, ""
 }
 
 // Logged looks for the value in r's WAL files: the value is unique to the schedule and the key,
