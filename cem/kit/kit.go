@@ -486,6 +486,12 @@ func (c *Cluster) StartSource(r *Replica) *Replica {
 // shorter than its default).
 func (c *Cluster) Partitioned() bool { return c.p.drm.Partitions() }
 
+// FaultyDisks tells whether the replicas' state files (DiskState) are on the kit's file
+// systems, which the DRM's failures make lose what was not synced (a power loss), fail or
+// corrupt: a plugin that skips a sync for speed where no failure could tell (initdb's
+// --no-sync) must not skip it then.
+func (c *Cluster) FaultyDisks() bool { return c.p.needs.Disks }
+
 // Divergences is how many divergences the schedule has taken so far, the one being realised
 // included: a system that spreads its writes (over databases, say) per divergence reads it.
 func (c *Cluster) Divergences() int { return c.p.divergences }

@@ -1,6 +1,7 @@
 // Command modulo-plugin-patroni is modulo's Patroni plugin: PostgreSQL's streaming replication
 // managed by Patroni, with etcd as its configuration store, on the quorum rules, as the DRMs
-// qcp (Q/C/P, crashes) and qnp (Q/N/P, partitions) that it declares itself.
+// qcp (Q/C/P, crashes), qnp (Q/N/P, partitions) and qpp (Q/P/P, power losses of each node's
+// data directory, kit.DiskState) that it declares itself.
 //
 // It is run as operators run Patroni: one etcd per cluster (a kit service), and per replica one
 // Patroni process that starts and manages its own PostgreSQL, bootstraps the cluster (initdb by
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/user"
@@ -50,6 +52,10 @@ var about = kit.About{
 		Name: "qnp", Title: "Q/N/P", Rules: "quorum", System: "Patroni (PostgreSQL)", Partition: true,
 		Summary: "the Q/C/P model with partitions: a failed node stays up, cut off from its peers and etcd",
 		Ops:     1, Replicas: 3, OpsRange: []int{1, 2}, ReplicasRange: []int{3},
+	}, {
+		Name: "qpp", Title: "Q/P/P", Rules: "quorum", System: "Patroni (PostgreSQL)", PowerLoss: true,
+		Summary: "the Q/C/P model with power losses: a crash, then the node's data directory loses what was not synced",
+		Ops:     1, Replicas: 3, OpsRange: []int{1, 2}, ReplicasRange: []int{3},
 	}},
 	PortsPerReplica: 2,
 	// PostgreSQL's and Patroni's REST API's ordinary ports.
@@ -71,6 +77,7 @@ var (
 	_ kit.Isolation    = (*system)(nil)
 	_ kit.Observer     = (*system)(nil)
 	_ kit.SyncLogger   = (*system)(nil)
+	_ kit.DiskState    = (*system)(nil)
 )
 
 // The ports of a replica, in the order the kit gives them.
@@ -230,6 +237,11 @@ func (s *system) ServiceReady(ctx context.Context, _ *kit.Cluster, sv *kit.Servi
 
 func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
 
+// StateFiles is a node's data directory: PostgreSQL's WAL, heap and control file, and Patroni's
+// patroni.dynamic.json. Its patroni.yml and pgpass are written anew at every start; etcd, the
+// cluster's service, is never failed.
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
+
 // config is replica r's Patroni configuration.
 func (s *system) config(c *kit.Cluster, r *kit.Replica) map[string]any {
 	etcd := c.Service("etcd")
@@ -249,6 +261,13 @@ func (s *system) config(c *kit.Cluster, r *kit.Replica) map[string]any {
 		// WAL sender notice the loss within 5 s rather than a minute.
 		params["wal_receiver_timeout"], params["wal_sender_timeout"] = "5s", "5s"
 	}
+	initdb := []any{map[string]any{"encoding": "UTF8"}}
+	if !c.FaultyDisks() {
+		// Where no power loss can take back what initdb wrote, its syncs only slow the start.
+		// Under qpp it syncs, as an operator's does, so that a power loss after the bootstrap
+		// does not take back the cluster the plugin made.
+		initdb = append(initdb, "no-sync")
+	}
 	return map[string]any{
 		"scope": "modulo", "namespace": "/service/", "name": r.Name,
 		"log": map[string]any{"level": "INFO"},
@@ -266,7 +285,7 @@ func (s *system) config(c *kit.Cluster, r *kit.Replica) map[string]any {
 					"use_pg_rewind": true, "use_slots": true, "parameters": params,
 				},
 			},
-			"initdb":         []any{map[string]any{"encoding": "UTF8"}, "no-sync"},
+			"initdb":         initdb,
 			"post_bootstrap": s.postBootstrap,
 		},
 		"postgresql": map[string]any{
@@ -295,9 +314,17 @@ func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {
 	if s.owner != nil {
 		uid, _ := strconv.Atoi(s.owner.Uid)
 		gid, _ := strconv.Atoi(s.owner.Gid)
-		if err := os.Chown(r.Dir, uid, gid); err != nil {
-			return kit.Command{}, err
+		for _, dir := range []string{r.Dir, dataDir(r)} {
+			if err := os.Chown(dir, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return kit.Command{}, err
+			}
 		}
+	}
+	// Under qpp the data directory is the mount point of the node's power-loss file system,
+	// which the kit makes before Patroni's initdb or pg_basebackup fills it, and PostgreSQL
+	// starts only from a directory of mode 0700 or 0750.
+	if err := os.Chmod(dataDir(r), 0o700); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return kit.Command{}, err
 	}
 	text, err := yaml.Marshal(s.config(c, r))
 	if err != nil {
