@@ -723,6 +723,12 @@ func (s *system) SyncLines() []kit.LineKind {
 		{Text: "promoted self to leader", Kind: "PROMOTE"},
 		{Text: "started streaming WAL from primary", Kind: "STREAM"},
 		{Text: "record with incorrect prev-link", Kind: "PREV-LINK", Broken: true},
+		// The standby's side of "requested WAL segment ... has already been removed" (libpq
+		// writes the primary's error after "ERROR:" and two spaces), the answer to a standby
+		// that needs WAL its primary does not hold: it can never stream from it again, and
+		// Patroni 3.0.2 rewinds a standby only when the timeline IDs differ and rebuilds it
+		// never. Its primary logs the same words, but is not the one broken.
+		{Text: "could not receive data from WAL stream: ERROR:  requested WAL segment", Kind: "WAL-REMOVED", Broken: true},
 	}
 }
 
