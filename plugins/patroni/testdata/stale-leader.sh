@@ -5,9 +5,10 @@
 # ("requested WAL segment ... has already been removed") and the write acknowledged on timeline 2 is lost.
 # By hand, without modulo: etcd, patroni, curl, psql, kill -9.
 #
-# Usage, as root, in an empty directory:  bash stale-leader.sh [BASE_PORT]     (default 27000)
-#   CHECK_TIMELINE=1 bash stale-leader.sh ...   the control: check_timeline: true in the DCS config
-#   STEP4_TOGETHER=1 bash stale-leader.sh ...   step 4 without steering: A and B started at the same moment
+# Usage, as root:  BASE_PORT=27000 bash stale-leader.sh   (BASE_PORT's default 27000)
+#   CHECK_TIMELINE=1 bash stale-leader.sh   the control: check_timeline: true in the DCS config
+#   STEP4_TOGETHER=1 bash stale-leader.sh   step 4 without steering: A and B started at the same moment
+# It works in a directory of its own under $TMPDIR (default /tmp), which it prints and keeps.
 # Ports: etcd BASE (client), BASE+1 (peer); PostgreSQL BASE+10+i; Patroni REST BASE+20+i (i = 0,1,2 for A,B,C).
 # Exit 1: the failure shows; 0: it did not; 2: the reproduction itself went wrong (a wait timed out...).
 #
@@ -15,7 +16,7 @@
 # (so C, not B, is promoted); in step 4 A is started first and B only once A's REST API reports A
 # running with its WAL position (so B compares itself with A, and not A's absence, in the leader race).
 set -Euo pipefail
-P=${1:-27000}
+P=${BASE_PORT:-27000}
 CHECK_TIMELINE=${CHECK_TIMELINE:-0}
 BIN=/usr/lib/postgresql/15/bin
 SCOPE="byhand$P"
@@ -24,7 +25,10 @@ declare -A PGPORT=([A]=$((P + 10)) [B]=$((P + 11)) [C]=$((P + 12)))
 declare -A APIPORT=([A]=$((P + 20)) [B]=$((P + 21)) [C]=$((P + 22)))
 declare -A PPID_=()      # Patroni pid (= its process group, started with setsid)
 ETCD_PID=
-DIR=$(pwd -P)
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/stale-leader.XXXXXX")
+chmod 755 "$DIR" # Patroni and PostgreSQL run as postgres, in directories under it
+cd "$DIR"
+echo "working in $DIR"
 T0=$(date +%s)
 
 ts() { printf '[%4ss]' $(( $(date +%s) - T0 )); }
