@@ -92,11 +92,12 @@ func (p *Plugin) drawFor(r *Replica, what string) uint64 {
 }
 
 // powerLoss drops what r's file systems had not made durable, its server being gone. What the
-// disk keeps of it is drawn from the steps so far, the replica and the directory: a replay, or
-// a schedule that restores this prefix, keeps the same.
+// disk keeps of it is drawn from the steps so far, the abstract replica (drawFor: not the server,
+// which an election maps to it) and the directory: a replay, or a schedule that restores this
+// prefix, keeps the same whoever the leader.
 func (p *Plugin) powerLoss(ctx context.Context, r *Replica) error {
 	for _, d := range p.disks[r.Index] {
-		seed := p.draw(r.Name, d.rel)
+		seed := p.drawFor(r, d.rel)
 		dctx, cancel := context.WithTimeout(ctx, p.c.Spec.StepTimeout)
 		loss, err := d.fs.Drop(dctx, seed)
 		cancel()
