@@ -99,15 +99,21 @@ type memSystem struct {
 		AcksEarly     bool `toml:"acks_early"`
 		DeclaresAsync bool `toml:"declares_async"`
 		// RefusesAlone makes a quorum write that a majority does not hold within refuseAfter
-		// fail, as a primary that requires a number of replicas to be connected refuses.
+		// fail, as a primary that requires a number of replicas to be connected refuses. Its
+		// log shows the write (Logged) only refuseGrace after the refusal: the kit counts a
+		// refusal as the system's only when it came before the kit failed every replica, which
+		// it does once the write is logged, and a refusal racing the failures would make the
+		// answer the machine's timing (TestMinorityAnswers failed so under load).
 		RefusesAlone bool `toml:"refuses_alone"`
 	}
-	lag    time.Duration
-	quorum bool
-	c      *kit.Cluster
-	reps   []*memReplica
-	leader *kit.Replica // quorum models: nil until elected, and after the leader restarts
-	epochs int          // source of memReplica.epoch values
+	// answered is when Write returned, by key and value, for RefusesAlone's Logged.
+	answered map[memEntryID]time.Time
+	lag      time.Duration
+	quorum   bool
+	c        *kit.Cluster
+	reps     []*memReplica
+	leader   *kit.Replica // quorum models: nil until elected, and after the leader restarts
+	epochs   int          // source of memReplica.epoch values
 	// bootstrap is the replica whose next start bootstraps it (cfg.Bootstrap), and groups
 	// what StartGroup was asked: "group | running" by names.
 	bootstrap *kit.Replica
@@ -499,6 +505,16 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 	m.log = append(m.log, memEntry{key, value, time.Now()})
 	at, epoch, sent := len(m.log), m.epoch, time.Now()
 	s.mu.Unlock()
+	if s.cfg.RefusesAlone {
+		defer func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.answered == nil {
+				s.answered = map[memEntryID]time.Time{}
+			}
+			s.answered[memEntryID{key, value}] = time.Now()
+		}()
+	}
 	for s.quorum && !s.cfg.AcksEarly {
 		s.mu.Lock()
 		s.tick()
@@ -524,8 +540,15 @@ func (s *memSystem) Write(ctx context.Context, r *kit.Replica, key, value string
 	return nil
 }
 
-// refuseAfter is how long a refuses_alone write waits for a majority.
-const refuseAfter = 20 * time.Millisecond
+// refuseAfter is how long a refuses_alone write waits for a majority, and refuseGrace how long
+// after its answer its log shows it.
+const (
+	refuseAfter = 20 * time.Millisecond
+	refuseGrace = 250 * time.Millisecond
+)
+
+// memEntryID names a write by its key and value.
+type memEntryID struct{ key, value string }
 
 // AcksBeforeReplicating is what the configuration declares (declares_async), whether or not
 // the system does so (acks_early).
@@ -619,6 +642,9 @@ func (s *memSystem) Logged(_ context.Context, r *kit.Replica, key, value string)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tick()
+	if at, ok := s.answered[memEntryID{key, value}]; s.cfg.RefusesAlone && (!ok || time.Since(at) < refuseGrace) {
+		return false, nil
+	}
 	return slices.ContainsFunc(s.rep(r).log, func(e memEntry) bool { return e.key == key && e.value == value }), nil
 }
 
