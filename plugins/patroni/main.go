@@ -489,23 +489,23 @@ func (s *system) inRecovery(ctx context.Context, r *kit.Replica) (bool, error) {
 // Write inserts the key through r, the primary; the answer comes once PostgreSQL committed it
 // (and, under synchronous_mode, once the synchronous standby holds it).
 //
-// Under synchronous_mode it first waits until the standby that PostgreSQL streams to
-// synchronously is the one Patroni has recorded in etcd. After the synchronous standby fails,
-// the leader makes another standby synchronous at once but records it only two seconds later
-// (ha.py sleeps before it writes /sync), and only a recorded standby may be promoted: a write
-// acknowledged within that window and followed by the leader's failure leaves the survivors
-// unable to elect until the old leader returns, by Patroni's design. Writing as the model
-// means it (committed where a majority that can elect holds it) is writing once Patroni has
-// recorded who holds it. A suspended standby still streams, so a write that it must miss is
-// sent at once and waits for it, as the model means that one.
+// Under synchronous_mode it then waits until the standby that PostgreSQL streams to
+// synchronously is the one Patroni has recorded in etcd. After the synchronous standby fails
+// (a crash, or a partition once the WAL sender gives up on it), the leader makes another
+// standby synchronous and commits, but records it only two seconds later (ha.py sleeps before
+// it writes /sync), and only a recorded standby may be promoted: a write acknowledged within
+// that window and followed by the leader's failure leaves survivors that hold it and refuse to
+// elect until the old leader returns, by Patroni's design. The model's write is committed where
+// a majority that can elect holds it: here, once Patroni has recorded who holds it. A write
+// that reaches only the leader gets no answer, and never gets here.
 func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) error {
-	if s.cfg.SynchronousMode {
-		if err := s.awaitSyncRecorded(ctx, r); err != nil {
-			return err
-		}
+	if _, err := query(ctx, r, "INSERT INTO kv VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v", key, value); err != nil {
+		return err
 	}
-	_, err := query(ctx, r, "INSERT INTO kv VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v", key, value)
-	return err
+	if s.cfg.SynchronousMode {
+		return s.awaitSyncRecorded(ctx, r)
+	}
+	return nil
 }
 
 // awaitSyncRecorded waits until the leader r streams synchronously to a standby that its
@@ -527,7 +527,7 @@ func (s *system) awaitSyncRecorded(ctx context.Context, r *kit.Replica) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no write to %s: Patroni recorded none of its synchronous standbys (%s): %w", r.Name, seen, ctx.Err())
+			return fmt.Errorf("%s committed the write, and Patroni recorded none of its synchronous standbys (%s): %w", r.Name, seen, ctx.Err())
 		case <-tick.C:
 		}
 	}
