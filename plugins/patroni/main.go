@@ -31,7 +31,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"gopkg.in/yaml.v3"
@@ -125,7 +124,13 @@ type system struct {
 	preload string
 	// postBootstrap is the script Patroni runs once after initdb: the table of the writes.
 	postBootstrap string
+	// c is the cluster being run, set by Prepare: Write waits with its Await.
+	c *kit.Cluster
 }
+
+// streamsQuery is what a leader's WAL senders stream to whom: each row's standby, its state and
+// its sync_state.
+const streamsQuery = "SELECT application_name, state, sync_state FROM pg_stat_replication"
 
 func (s *system) Configure(decode func(any) error) error {
 	s.cfg = Config{
@@ -186,7 +191,7 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) error {
 	if err != nil {
 		return err
 	}
-	s.bin, s.asUser, s.owner, s.preload = bin, nil, nil, ""
+	s.bin, s.asUser, s.owner, s.preload, s.c = bin, nil, nil, "", c
 	if os.Geteuid() == 0 {
 		if s.owner, err = user.Lookup(s.cfg.User); err != nil {
 			return fmt.Errorf("user %q, who runs Patroni and PostgreSQL: %w", s.cfg.User, err)
@@ -502,35 +507,17 @@ func (s *system) Write(ctx context.Context, r *kit.Replica, key, value string) e
 	if _, err := query(ctx, r, "INSERT INTO kv VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v", key, value); err != nil {
 		return err
 	}
-	if s.cfg.SynchronousMode {
-		return s.awaitSyncRecorded(ctx, r)
+	if !s.cfg.SynchronousMode {
+		return nil
 	}
-	return nil
-}
-
-// awaitSyncRecorded waits until the leader r streams synchronously to a standby that its
-// /cluster names sync_standby, or ctx ends.
-func (s *system) awaitSyncRecorded(ctx context.Context, r *kit.Replica) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		streams, err := query(ctx, r, "SELECT application_name, state, sync_state FROM pg_stat_replication")
-		seen := ""
-		if err == nil {
-			var names []string
-			names, seen = s.recordedSync(ctx, r, streams)
-			if len(names) > 0 {
-				return nil
-			}
-		} else {
-			seen = err.Error()
+	return s.c.Await(ctx, r.Name+"'s synchronous standby recorded by Patroni", func(ctx context.Context) (bool, string, error) {
+		streams, err := query(ctx, r, streamsQuery)
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s committed the write, and Patroni recorded none of its synchronous standbys (%s): %w", r.Name, seen, ctx.Err())
-		case <-tick.C:
-		}
-	}
+		names, seen := s.recordedSync(ctx, r, streams)
+		return len(names) > 0, seen, nil
+	})
 }
 
 // Delete deletes the key through the leader r, for break_realisation = "lose-write".
@@ -580,7 +567,7 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 		return false, leader.Name + " is still in recovery", nil
 	}
 	lsn := rows[0][1]
-	streams, err := query(ctx, leader, "SELECT application_name, state, sync_state FROM pg_stat_replication")
+	streams, err := query(ctx, leader, streamsQuery)
 	if err != nil {
 		return false, err.Error(), nil
 	}
