@@ -196,6 +196,10 @@ type Alarm struct {
 	// "node restart required"), and the step's wait for the cluster ended at its deadline: a
 	// liveness failure of the system's, not an incomplete step.
 	Stuck bool
+	// Lost says that the replica's server, restarted after a power loss, no longer holds what it
+	// held when it lost power (a write's key missing or with another value): its disk lost
+	// what the server had shown as written, a lost write of the server's own.
+	Lost bool
 }
 
 // ReplicaData is the data one replica holds at the end of a schedule.

@@ -115,7 +115,7 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 		resp.Report.Observations = append(resp.Report.Observations, &pb.Observation{Replica: int64(o.Replica), Fields: o.Fields})
 	}
 	for _, a := range report.Alarms {
-		resp.Report.Alarms = append(resp.Report.Alarms, &pb.Alarm{Replica: int64(a.Replica), What: a.What, Broken: a.Broken, Unrecoverable: a.Unrecoverable, Stuck: a.Stuck})
+		resp.Report.Alarms = append(resp.Report.Alarms, &pb.Alarm{Replica: int64(a.Replica), What: a.What, Broken: a.Broken, Unrecoverable: a.Unrecoverable, Stuck: a.Stuck, Lost: a.Lost})
 	}
 	if nr != nil {
 		resp.NotReached = &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}
@@ -296,7 +296,7 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 		report.Observations = append(report.Observations, Observation{Replica: int(o.GetReplica()), Fields: o.GetFields()})
 	}
 	for _, a := range resp.GetReport().GetAlarms() {
-		report.Alarms = append(report.Alarms, Alarm{Replica: int(a.GetReplica()), What: a.GetWhat(), Broken: a.GetBroken(), Unrecoverable: a.GetUnrecoverable(), Stuck: a.GetStuck()})
+		report.Alarms = append(report.Alarms, Alarm{Replica: int(a.GetReplica()), What: a.GetWhat(), Broken: a.GetBroken(), Unrecoverable: a.GetUnrecoverable(), Stuck: a.GetStuck(), Lost: a.GetLost()})
 	}
 	if nr := resp.GetNotReached(); nr != nil {
 		return report, &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}

@@ -51,11 +51,12 @@ const (
 var Classes = []Class{Diverged, LostWrite, MinorityAck, BrokenReplication, Unrecoverable, Liveness, SelfCheck}
 
 // Alarms judges the alarms a step raised: the class of failure (an unrecoverable replica when
-// any alarm says so, else broken replication when any says that, else a liveness failure when
-// any says that, else a failed self-check) and one line naming every alarm.
+// any alarm says so, else a lost write when a server lost what it held at a power loss, else
+// broken replication when any says that, else a liveness failure when any says that, else a
+// failed self-check) and one line naming every alarm.
 func Alarms(alarms []cem.Alarm) (Class, string) {
 	rank := func(c Class) int {
-		return slices.Index([]Class{Unrecoverable, BrokenReplication, Liveness, SelfCheck}, c)
+		return slices.Index([]Class{Unrecoverable, LostWrite, BrokenReplication, Liveness, SelfCheck}, c)
 	}
 	class, parts := SelfCheck, make([]string, len(alarms))
 	for i, a := range alarms {
@@ -64,6 +65,8 @@ func Alarms(alarms []cem.Alarm) (Class, string) {
 		switch {
 		case a.Unrecoverable:
 			c = Unrecoverable
+		case a.Lost:
+			c = LostWrite
 		case a.Broken:
 			c = BrokenReplication
 		case a.Stuck:
@@ -76,6 +79,8 @@ func Alarms(alarms []cem.Alarm) (Class, string) {
 	switch class {
 	case Unrecoverable:
 		return class, "a server exited: " + strings.Join(parts, "; ")
+	case LostWrite:
+		return class, "a server lost what it held at its power loss: " + strings.Join(parts, "; ")
 	case BrokenReplication:
 		return class, "the system says replication is broken: " + strings.Join(parts, "; ")
 	case Liveness:

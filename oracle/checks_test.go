@@ -26,6 +26,12 @@ func TestAlarms(t *testing.T) {
 			`the system says it cannot go on: replica 2: galera-0 logged "node restart required"`},
 		{"stuck wins over a self-check", []cem.Alarm{{Replica: 0, What: "digest"}, {Replica: 2, What: "restart required", Stuck: true}}, Liveness,
 			"the system says it cannot go on: replica 0: digest; replica 2: restart required"},
+		{"lost", []cem.Alarm{{Replica: 1, What: "redis-1 lost k2.1 at its power loss", Lost: true}}, LostWrite,
+			"a server lost what it held at its power loss: replica 1: redis-1 lost k2.1 at its power loss"},
+		{"lost wins over broken", []cem.Alarm{{Replica: 0, What: "prev-link", Broken: true}, {Replica: 1, What: "lost k2.1", Lost: true}}, LostWrite,
+			"a server lost what it held at its power loss: replica 0: prev-link; replica 1: lost k2.1"},
+		{"unrecoverable wins over lost", []cem.Alarm{{Replica: 1, What: "lost k2.1", Lost: true}, {Replica: 2, What: "exited", Unrecoverable: true}}, Unrecoverable,
+			"a server exited: replica 1: lost k2.1; replica 2: exited"},
 		{"broken wins over stuck, whatever the order", []cem.Alarm{{Replica: 2, What: "restart required", Stuck: true}, {Replica: 1, What: "prev-link", Broken: true}}, BrokenReplication,
 			"the system says replication is broken: replica 2: restart required; replica 1: prev-link"},
 	}

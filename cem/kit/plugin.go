@@ -140,6 +140,9 @@ type Plugin struct {
 	acked  []cem.Write
 	// alarms are the step's alarms raised while it was realised (brokenAlarm).
 	alarms []cem.Alarm
+	// held is, per concrete replica down after a power loss on a link model, what its server
+	// held then (checkKept).
+	held map[int]held
 	// drm is the cluster's DRM, whose failure kinds (package cem/fault) the kit asks of each
 	// failing replica; needs is what they need set up: with Disks, disks are every
 	// replica's file systems, by concrete index, and diskUse what they had served at the
@@ -634,7 +637,7 @@ func (p *Plugin) open(ctx context.Context, spec cem.ClusterSpec, subnet *net.IPN
 	p.makeServices(c)
 	p.c, p.model, p.params, p.eng = c, d.Model, params, eng
 	p.state, p.failed, p.step, p.actions, p.divergences, p.written = d.Model.Init(params), nil, -1, nil, 0, nil
-	p.writes, p.acked = nil, nil
+	p.writes, p.acked, p.held = nil, nil, nil
 	a, ok := p.sys.(Asynchronous)
 	p.async = ok && a.AcksBeforeReplicating(c)
 	p.drm, p.needs, p.disks, p.diskUse, p.steps, p.detected = d, needs, nil, powerfs.Stats{}, nil, -2

@@ -99,11 +99,17 @@ func (p *Plugin) restart(ctx context.Context, r *Replica) error {
 	if err := p.startServer(r); err != nil {
 		return err
 	}
-	return p.awaitReady(ctx, r)
+	if err := p.awaitReady(ctx, r); err != nil {
+		return err
+	}
+	return p.checkKept(ctx, r)
 }
 
 // fail fails r's server by kind k (package cem/fault) and remembers how, until recover.
 func (p *Plugin) fail(ctx context.Context, r *Replica, k fault.Kind) error {
+	if err := p.noteHeld(ctx, r, k); err != nil {
+		return err
+	}
 	if err := k.Inject(ctx, server{p, r}); err != nil {
 		return fmt.Errorf("%s: %s: %w", r.Name, k.Failure(), err)
 	}

@@ -37,6 +37,8 @@ type savedKit struct {
 	Written     []string    `json:"written"`
 	Acked       []cem.Write `json:"acked"`
 	Saved       cem.Saved   `json:"saved"`
+	// Held is what servers that lost power held then, by concrete replica (checkKept).
+	Held map[int]held `json:"held,omitempty"`
 	// Subnet is the cluster's network (CIDR) in network namespaces, "" on loopback: a restored
 	// cluster takes it again, its servers having stored their peers' addresses (etcd's members).
 	Subnet string `json:"subnet,omitempty"`
@@ -84,7 +86,7 @@ func (p *Plugin) Save(ctx context.Context, dir string) (cem.Saved, error) {
 		}
 	}
 	k := savedKit{
-		Conc: p.conc, Divergences: p.divergences, Written: p.written, Acked: p.acked,
+		Conc: p.conc, Divergences: p.divergences, Written: p.written, Acked: p.acked, Held: p.held,
 		Saved: cem.Saved{Paths: saved.Paths, Bytes: saved.Bytes, Digest: saved.Digest},
 	}
 	if p.c.net != nil {
@@ -177,7 +179,7 @@ func (p *Plugin) Restore(ctx context.Context, spec cem.ClusterSpec, dir string, 
 		sr := k.Replicas[i]
 		r.Starts, r.promoted, r.startLink, r.history, r.linkedHistory = sr.Starts, sr.Promoted, sr.StartLink, sr.History, sr.LinkedHistory
 	}
-	p.state, p.step, p.divergences, p.written, p.acked = state, len(steps)-1, k.Divergences, k.Written, k.Acked
+	p.state, p.step, p.divergences, p.written, p.acked, p.held = state, len(steps)-1, k.Divergences, k.Written, k.Acked, k.Held
 	for a := range p.conc { // every replica is down, each as its last divergence failed it
 		p.replica(a).failed = p.kindIn(&state, a)
 	}

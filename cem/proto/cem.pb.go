@@ -968,6 +968,7 @@ type Alarm struct {
 	Broken        bool                   `protobuf:"varint,3,opt,name=broken,proto3" json:"broken,omitempty"`
 	Unrecoverable bool                   `protobuf:"varint,4,opt,name=unrecoverable,proto3" json:"unrecoverable,omitempty"`
 	Stuck         bool                   `protobuf:"varint,5,opt,name=stuck,proto3" json:"stuck,omitempty"`
+	Lost          bool                   `protobuf:"varint,6,opt,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1033,6 +1034,13 @@ func (x *Alarm) GetUnrecoverable() bool {
 func (x *Alarm) GetStuck() bool {
 	if x != nil {
 		return x.Stuck
+	}
+	return false
+}
+
+func (x *Alarm) GetLost() bool {
+	if x != nil {
+		return x.Lost
 	}
 	return false
 }
@@ -1753,13 +1761,14 @@ const file_cem_proto_rawDesc = "" +
 	"\x06fields\x18\x02 \x03(\v2#.modulo.cem.Observation.FieldsEntryR\x06fields\x1a9\n" +
 	"\vFieldsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x89\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9d\x01\n" +
 	"\x05Alarm\x12\x18\n" +
 	"\areplica\x18\x01 \x01(\x03R\areplica\x12\x12\n" +
 	"\x04what\x18\x02 \x01(\tR\x04what\x12\x16\n" +
 	"\x06broken\x18\x03 \x01(\bR\x06broken\x12$\n" +
 	"\runrecoverable\x18\x04 \x01(\bR\runrecoverable\x12\x14\n" +
-	"\x05stuck\x18\x05 \x01(\bR\x05stuck\"f\n" +
+	"\x05stuck\x18\x05 \x01(\bR\x05stuck\x12\x12\n" +
+	"\x04lost\x18\x06 \x01(\bR\x04lost\"f\n" +
 	"\x06Action\x12.\n" +
 	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x18\n" +
 	"\areplica\x18\x02 \x01(\x03R\areplica\x12\x12\n" +

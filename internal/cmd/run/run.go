@@ -97,7 +97,8 @@ and at the end (--check end: at the end only, as the Modulo paper did):
   pass        every replica holds the same data
   fail        a check failed, after step k or at the end; its class says which:
                 divergence  replicas that must have converged differ: which keys, each value
-                lost-write  a write the system acknowledged is missing or changed
+                lost-write  a write the system acknowledged is missing or changed, or
+                            a server restarted after a power loss lacks what it held
                 broken-replication  the system says a replica can never resync: its
                             server logs a broken link again and again (PostgreSQL's
                             "record with incorrect prev-link")
