@@ -136,7 +136,7 @@ func TestKnobs(t *testing.T) {
 			if got := configGet(t, spec, 0, "appendonly"); got != "no" {
 				t.Errorf("appendonly = %q", got)
 			}
-			if _, err := os.Stat(filepath.Join(spec.Dir, "redis-0", "appendonlydir")); err == nil {
+			if _, err := os.Stat(filepath.Join(spec.Dir, "redis-0", "data", "appendonlydir")); err == nil {
 				t.Error("an AOF was written")
 			}
 		}},

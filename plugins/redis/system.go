@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,6 +69,17 @@ func dbKey(db int, key string) string {
 
 const confName = "redis.conf"
 
+// dataDir is a replica's server dir (redis.conf's dir): its RDB file and its AOF. The
+// configuration and the log beside it are written anew at every start, so they are no state.
+func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
+
+// StateFiles is the server's dir, which a power loss, a disk error or a corruption takes, and
+// which the kit saves and restores where S/CL/R's crashes have every server down. A restore
+// loses nothing the plugin keeps: it asks which SETs realised a write (writes) only in the step
+// that wrote it, and a start from a copied snapshot (fromSnapshot) follows the copy in the
+// same step.
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
+
 // commandTimeout bounds one command to a server when the caller's context has no deadline.
 const commandTimeout = 5 * time.Second
 
@@ -132,7 +144,10 @@ func (s *system) Prepare(ctx context.Context, c *kit.Cluster) (err error) {
 	s.server, s.dialect, s.c = path, dl, c
 	s.servers, s.writes, s.acks = map[*kit.Replica]*server{}, map[write][]set{}, map[*kit.Replica]time.Time{}
 	for _, r := range c.Replicas {
-		ds, err := dl.Config(s.cfg.settings(r.Host, r.Ports[0], r.Dir))
+		if err := os.MkdirAll(dataDir(r), 0o755); err != nil {
+			return err
+		}
+		ds, err := dl.Config(s.cfg.settings(r.Host, r.Ports[0], dataDir(r)))
 		if err != nil {
 			return err
 		}
@@ -411,7 +426,7 @@ func idle(info map[string]string) (bool, string) {
 // removing to's AOF (appendonly.aof, or appendonlydir from 7.0) so that the copy is what to
 // loads at its next start, as a primary.
 func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit.Replica) (follows bool, err error) {
-	rdb := filepath.Join(from.Dir, dialect.RDB)
+	rdb := filepath.Join(dataDir(from), dialect.RDB)
 	persistence := func(ctx context.Context) (map[string]string, error) { return s.info(ctx, from, "persistence") }
 	// A child already running (a full sync's snapshot, an AOF rewrite) would turn BGSAVE into
 	// an error; the step before left the primary idle, but make sure.
@@ -454,11 +469,17 @@ func (s *system) CopySnapshot(ctx context.Context, c *kit.Cluster, from, to *kit
 	if err != nil {
 		return false, err
 	}
-	if err := fsutil.CopyFile(rdb, filepath.Join(to.Dir, dialect.RDB)); err != nil {
+	copied := filepath.Join(dataDir(to), dialect.RDB)
+	if err := fsutil.CopyFile(rdb, copied); err != nil {
 		return false, err
 	}
-	if err := os.RemoveAll(filepath.Join(to.Dir, s.dialect.AOF)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dataDir(to), s.dialect.AOF)); err != nil {
 		return false, fmt.Errorf("remove the AOF of %s: %w", to.Name, err)
+	}
+	// As an operator's copy ends with sync: a later power loss of to must not take back the
+	// snapshot it was given, nor bring back the AOF it no longer has.
+	if err := errors.Join(fsutil.Sync(copied), fsutil.Sync(dataDir(to))); err != nil {
+		return false, fmt.Errorf("sync the snapshot copied to %s: %w", to.Name, err)
 	}
 	s.servers[to].fromSnapshot = true
 	c.Record(to, "removed %s", s.dialect.AOF)
