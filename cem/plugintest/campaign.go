@@ -115,3 +115,9 @@ func CachedServer(t testing.TB, rel string) string {
 	}
 	return path
 }
+
+// PagesLost is the kit's keys (a plugin table's TOML) for a power loss that takes every page a
+// server wrote and did not sync, and nothing else: one before the kernel wrote them back (its
+// writeback interval is 30 s), as LazyFS's clear-cache loses them. Any machine gives it; a
+// finding that needs only it needs no tear.
+const PagesLost = "disk_unit = \"page\"\ndisk_keeps = \"none\"\n"

@@ -72,7 +72,8 @@ type Loss struct {
 	Bytes   int64 // bytes of unsynced data taken back, less what the disk kept
 	Entries int   // name operations undone
 	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 2 of its 5
-	// unsynced units at 0, 8192", or a tear, "name: kept k of the n bytes written at off".
+	// unsynced units at 0, 8192", or a tear, "name: kept k of the n bytes written at off", or
+	// none of it, "name: lost every one of its n unsynced bytes".
 	Kept []string
 }
 
@@ -299,6 +300,9 @@ func (f *FS) takeBack(seed uint64) (Loss, error) {
 				line += " at " + strings.Join(at, ", ")
 			}
 			loss.Kept = append(loss.Kept, line)
+		}
+		if f.disk.Keeps == KeepNone && n > 0 {
+			loss.Kept = append(loss.Kept, fmt.Sprintf("%s: lost every one of its %d unsynced bytes", c.name, n))
 		}
 		if tear && len(c.last.data) > 0 {
 			k := rng.IntN(len(c.last.data))

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,8 +326,8 @@ func TestLossCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "new": 3 bytes and its create; "synced": 2 bytes overwritten and 4 appended.
-	want := Loss{Files: 2, Bytes: 3 + 2 + 4, Entries: 1}
-	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || len(loss.Kept) != 0 {
+	want := Loss{Files: 2, Bytes: 3 + 2 + 4, Entries: 1, Kept: []string{"new: lost every one of its 3 unsynced bytes", "synced: lost every one of its 6 unsynced bytes"}}
+	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || !slices.Equal(loss.Kept, want.Kept) {
 		t.Errorf("loss %+v, want %+v", loss, want)
 	}
 	if s := loss.String(); !strings.Contains(s, "dropped 9 unsynced bytes of 2 files and undid 1 name operations") {

@@ -12,8 +12,9 @@ import (
 )
 
 // TestAckBeforeFsync replays the schedule of testdata/ack-before-fsync.txt on nats-server
-// 2.12.2 (scripts/setup builds it), every crash a power loss: with JetStream's default
-// sync_interval the write k3.1, acknowledged at step 3, is gone from every server at the end;
+// 2.12.2 (scripts/setup builds it), every crash a power loss that takes every unsynced page
+// (plugintest.PagesLost: no tear is needed): with JetStream's default sync_interval the write
+// k3.1, acknowledged at step 3, is gone from every server at the end;
 // with sync_interval: always, which fsyncs each write before its acknowledgement, every server
 // holds it.
 func TestAckBeforeFsync(t *testing.T) {
@@ -30,7 +31,7 @@ func TestAckBeforeFsync(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := kit.New(about, &system{})
-			config := []byte(fmt.Sprintf("server = %q\n", server) + tt.config)
+			config := []byte(fmt.Sprintf("server = %q\n", server) + plugintest.PagesLost + tt.config)
 			_, reports := plugintest.ReplayKept(t, p, config, "qpn", params, id, steps)
 			acked := false
 			for _, w := range reports[2].Writes {
