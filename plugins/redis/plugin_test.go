@@ -27,7 +27,8 @@ func TestInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Name != "redis" || info.Version == "" || info.Capabilities.PortsPerReplica != 1 ||
-		strings.Join(info.Capabilities.DRMs, ",") != "ssr,slr,snr,sclr" {
+		strings.Join(info.Capabilities.DRMs, ",") != "ssr,slr,snr,sclr,splr" ||
+		len(info.Capabilities.Declared) != 1 || info.Capabilities.Declared[0].Name != "splr" || !info.Capabilities.Declared[0].PowerLoss {
 		t.Errorf("Info = %+v", info)
 	}
 	if !regexp.MustCompile(`^\d+\.\d+\.\d+$`).MatchString(info.ServerVersion) {
