@@ -915,14 +915,17 @@ func (w *worker) awaitPorts(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if time.Now().Add(delay).After(deadline) {
+		// The last check is at the deadline, not at the last backoff before it: a port freed
+		// in between would otherwise stop the run with the wait not spent.
+		left := time.Until(deadline)
+		if left <= 0 {
 			return fmt.Errorf("worker %s: %w, and still was after %v of waiting: stopping the campaign rather than failing every schedule left; free the port or choose another base_port, then run again to resume",
 				filepath.Base(w.dir), err, time.Since(start).Round(100*time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(delay):
+		case <-time.After(min(delay, left)):
 		}
 	}
 }
