@@ -738,14 +738,27 @@ func (p *Plugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	return report, nil
 }
 
-// apply realises t, which leads from p.state to next.
-func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
+// exited is the error of a server that exited though the kit did not stop it, if any.
+func (p *Plugin) exited() error {
 	for _, r := range p.c.Replicas {
 		if r.proc != nil && !r.proc.Running() && !r.diskFails { // a failing disk may end its server
 			return p.exitedError(r)
 		}
 	}
+	return nil
+}
+
+// apply realises t, which leads from p.state to next.
+func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) error {
+	if err := p.exited(); err != nil {
+		return err
+	}
 	if err := p.eng.check(); err != nil {
+		// A server that exited between the two looks is one that exited, not a realisation
+		// out of step: ask again.
+		if err := p.exited(); err != nil {
+			return err
+		}
 		return fmt.Errorf("realisation out of step with the model (%s): %w", p.state, err)
 	}
 	if t.Kind == aem.Divergence {
