@@ -35,11 +35,7 @@ func (p *Plugin) noteHeld(ctx context.Context, r *Replica, k fault.Kind) error {
 	if p.acks || k.Failure() != aem.FailPowerLoss || !r.running() || r.suspended {
 		return nil
 	}
-	var data map[string]string
-	err := p.call(ctx, r.Name+" to be read before its power loss", func(ctx context.Context) (err error) {
-		data, err = p.sys.ReadAll(ctx, r)
-		return err
-	})
+	data, err := p.readServer(ctx, r, "before its power loss")
 	if err != nil {
 		return err
 	}
@@ -63,11 +59,7 @@ func (p *Plugin) checkKept(ctx context.Context, r *Replica) error {
 		p.act(r, "not checked against what it held at its power loss: its data was replaced since")
 		return nil
 	}
-	var now map[string]string
-	err := p.call(ctx, r.Name+" to be read after its restart", func(ctx context.Context) (err error) {
-		now, err = p.sys.ReadAll(ctx, r)
-		return err
-	})
+	now, err := p.readServer(ctx, r, "after its restart")
 	if err != nil {
 		return err
 	}
@@ -80,6 +72,15 @@ func (p *Plugin) checkKept(ctx context.Context, r *Replica) error {
 	p.act(r, "lost: %s", what)
 	p.alarms = append(p.alarms, cem.Alarm{Replica: p.abstractOf(r.Index), What: what, Lost: true})
 	return nil
+}
+
+// readServer reads what r's server holds (ReadAll), when says when, within the step timeout.
+func (p *Plugin) readServer(ctx context.Context, r *Replica, when string) (data map[string]string, err error) {
+	err = p.call(ctx, r.Name+" to be read "+when, func(ctx context.Context) error {
+		data, err = p.sys.ReadAll(ctx, r)
+		return err
+	})
+	return data, err
 }
 
 // lostKeys lists, in order, the keys of before that now lacks or holds with another value,
