@@ -57,9 +57,11 @@ const (
 	NamesStrict Names = "strict"
 )
 
-// DefaultDisk is the model of the kit's power losses unless a campaign sets another: bytes
-// torn, as before the disk had units, and the journal's names.
-var DefaultDisk = Disk{Unit: Byte, Keeps: KeepPrefix, Names: NamesJournal}
+// DefaultDisk is the model of the kit's power losses unless a campaign sets another: 4 KiB
+// pages, kept as a prefix of those written, as the page cache writes back whole pages, and the
+// journal's names (ext4, XFS). Until 2026-11-29 it tore each file's last write at a byte
+// (Unit Byte), which no disk does.
+var DefaultDisk = Disk{Unit: Page, Keeps: KeepPrefix, Names: NamesJournal}
 
 // ParseDisk reads a disk model from its settings' words: unit "page", "sector" or "byte";
 // keeps "none", "prefix" or "subset"; names "journal" or "strict". An empty word takes

@@ -19,7 +19,7 @@ func TestParseDisk(t *testing.T) {
 		want               Disk
 		err                string
 	}{
-		{"", "", "", DefaultDisk, ""},
+		{"", "", "", Disk{Page, KeepPrefix, NamesJournal}, ""},
 		{"page", "subset", "strict", Disk{Page, KeepSubset, NamesStrict}, ""},
 		{"sector", "prefix", "journal", Disk{Sector, KeepPrefix, NamesJournal}, ""},
 		{"byte", "none", "", Disk{Byte, KeepNone, NamesJournal}, ""},
