@@ -64,8 +64,8 @@ const teardownTimeout = 10 * time.Second
 // on (powerfs.Disk), with which of each file's unsynced units survive as drawn from the steps
 // so far. disk_unit: "page" (the default: 4 KiB, as the page cache writes back), "sector" (512
 // bytes, as a disk writes), or "byte" (a file's last unsynced write torn at a byte, which no
-// disk does: the default until 2026-11-29). disk_keeps: "prefix" (the default: the first units in the order
-// written; with "byte", the tear), "subset" (any of them), "none" (every unsynced byte
+// disk does: the default until 2026-11-29). disk_keeps: "prefix" (the default: the first
+// units in the order written; with "byte", the tear), "subset" (any of them), "none" (every unsynced byte
 // dropped, and nothing else, as LazyFS's clear-cache does). disk_names: "journal" (the
 // default: a name is durable at the next fsync of anything, as ext4 and XFS commit one
 // journal) or "strict" (only once its directory is fsynced, as POSIX promises). torn_writes,

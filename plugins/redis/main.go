@@ -5,8 +5,9 @@
 //
 // Each replica is one redis-server at the address the kit gives it (its own network namespace
 // and port 6379, or 127.0.0.1 at a port of the cluster's block) with a directory of its own
-// (redis-<i>: redis.conf, log, pid file, and data/, the server's dir: its AOF and RDB files). The plugin asks the configured binary its version and
-// writes only the configuration and commands that version accepts (package dialect: SLAVEOF
+// (redis-<i>: redis.conf, log, pid file, and data/, the server's dir: its AOF and RDB files).
+// The plugin asks the configured binary its version and writes only the configuration and
+// commands that version accepts (package dialect: SLAVEOF
 // before 5.0, no protected-mode before 3.2, no diskless sync before 2.8.18, the AOF in
 // appendonlydir from 7.0, ...). Its waits observe the servers (INFO on both sides of a link,
 // GET); the fixed waits wait_before_writes and wait_after_writes are off by default. It sends

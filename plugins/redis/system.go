@@ -69,16 +69,19 @@ func dbKey(db int, key string) string {
 
 const confName = "redis.conf"
 
-// dataDir is a replica's server dir (redis.conf's dir): its RDB file and its AOF. The
-// configuration and the log beside it are written anew at every start, so they are no state.
-func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, "data") }
+// stateDir is a replica's server dir (redis.conf's dir), in its directory: its RDB file and its
+// AOF. The configuration and the log beside it are written anew at every start, so they are no
+// state.
+const stateDir = "data"
+
+func dataDir(r *kit.Replica) string { return filepath.Join(r.Dir, stateDir) }
 
 // StateFiles is the server's dir, which a power loss, a disk error or a corruption takes, and
 // which the kit saves and restores where S/CL/R's crashes have every server down. A restore
 // loses nothing the plugin keeps: it asks which SETs realised a write (writes) only in the step
 // that wrote it, and a start from a copied snapshot (fromSnapshot) follows the copy in the
 // same step.
-func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{"data"} }
+func (s *system) StateFiles(*kit.Cluster, *kit.Replica) []string { return []string{stateDir} }
 
 // commandTimeout bounds one command to a server when the caller's context has no deadline.
 const commandTimeout = 5 * time.Second
