@@ -28,7 +28,7 @@ var dropAll = Disk{Unit: Byte, Keeps: KeepNone, Names: NamesJournal}
 var byteTear = Disk{Unit: Byte, Keeps: KeepPrefix, Names: NamesJournal}
 
 // mountT mounts a file system on disk d in a directory of t's, unmounted when t ends.
-func mountT(t *testing.T, d Disk) *FS {
+func mountT(t testing.TB, d Disk) *FS {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("mounts a FUSE file system; run without -short")
