@@ -203,3 +203,21 @@ func TestNames(t *testing.T) {
 		}
 	}
 }
+
+// TestByteRanges: kept units are named as byte ranges, adjacent ones merged.
+func TestByteRanges(t *testing.T) {
+	unit := func(off, n int64) segment { return segment{off: off, data: make([]byte, n)} }
+	for _, tt := range []struct {
+		segs []segment
+		want string
+	}{
+		{[]segment{unit(0, 4096)}, "0-4095"},
+		{[]segment{unit(0, 4096), unit(4096, 4096), unit(8192, 100)}, "0-8291"},
+		{[]segment{unit(0, 4096), unit(8192, 4096)}, "0-4095, 8192-12287"},
+		{[]segment{unit(512, 512), unit(1024, 512), unit(4096, 512)}, "512-1535, 4096-4607"},
+	} {
+		if got := byteRanges(tt.segs); got != tt.want {
+			t.Errorf("byteRanges(%v) = %q, want %q", tt.segs, got, tt.want)
+		}
+	}
+}

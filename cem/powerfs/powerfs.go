@@ -71,8 +71,8 @@ type Loss struct {
 	Files   int   // files whose unsynced data was taken back, the torn ones included
 	Bytes   int64 // bytes of unsynced data taken back, less what the disk kept
 	Entries int   // name operations undone
-	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 2 of its 5
-	// unsynced units at 0, 8192", or a tear, "name: kept k of the n bytes written at off", or
+	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 3 of its 5
+	// unsynced units at bytes 0-8191, 16384-20479", or a tear, "name: kept k of the n bytes written at off", or
 	// none of it, "name: lost every one of its n unsynced bytes".
 	Kept []string
 }
@@ -287,17 +287,15 @@ func (f *FS) takeBack(seed uint64) (Loss, error) {
 			return loss, err
 		}
 		if len(c.units) > 0 && f.disk.Keeps != KeepNone {
-			var at []string
 			for _, s := range kept {
 				if _, err := c.f.WriteAt(s.data, s.off); err != nil {
 					return loss, fmt.Errorf("powerfs: keep the unit at %d of %s: %w", s.off, c.name, err)
 				}
 				n -= int64(len(s.data))
-				at = append(at, strconv.FormatInt(s.off, 10))
 			}
 			line := fmt.Sprintf("%s: kept %d of its %d unsynced units", c.name, len(kept), len(c.units))
-			if len(at) > 0 {
-				line += " at " + strings.Join(at, ", ")
+			if len(kept) > 0 {
+				line += " at bytes " + byteRanges(kept)
 			}
 			loss.Kept = append(loss.Kept, line)
 		}
@@ -320,6 +318,21 @@ func (f *FS) takeBack(seed uint64) (Loss, error) {
 		loss.Bytes += max(0, n)
 	}
 	return loss, nil
+}
+
+// byteRanges names the bytes that segments cover, in their order, as inclusive ranges with
+// adjacent segments merged: "0-8191, 16384-16899". A prefix of hundreds of pages is one range.
+func byteRanges(segs []segment) string {
+	var ranges []string
+	for i := 0; i < len(segs); {
+		j := i + 1
+		for j < len(segs) && segs[j].off == segs[j-1].end() {
+			j++
+		}
+		ranges = append(ranges, fmt.Sprintf("%d-%d", segs[i].off, segs[j-1].end()-1))
+		i = j
+	}
+	return strings.Join(ranges, ", ")
 }
 
 // forget makes everything durable: no change is kept to take back, and trash is emptied.
