@@ -219,3 +219,65 @@ func TestKindsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestCrashLinkKindCounts pins S/CL/R's counts with each failing replica crashed or losing
+// power (docs/aem.md): a failing replica takes either kind, and nothing else changes, so the
+// schedules in which every failure is a crash are S/CL/R's own.
+func TestCrashLinkKindCounts(t *testing.T) {
+	m, err := NewCrashLinkOf("S/CL/R+power-loss", FailPowerLoss)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		p          Params
+		mixed, own uint64
+	}{
+		{Params{Ops: 1, Replicas: 2}, 20, 8},
+		{Params{Ops: 2, Replicas: 2}, 484, 96},
+		{Params{Ops: 3, Replicas: 2}, 11620, 1120},
+		{Params{Ops: 1, Replicas: 3}, 1116, 252},
+		{Params{Ops: 2, Replicas: 3}, 671820, 42304},
+	} {
+		t.Run(fmt.Sprintf("ops=%d/n=%d", tt.p.Ops, tt.p.Replicas), func(t *testing.T) {
+			g, err := NewGraph(m, tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := g.Count(); err != nil || got != tt.mixed {
+				t.Errorf("Count() = %d, %v; want %d", got, err, tt.mixed)
+			}
+			if tt.p.Ops*tt.p.Replicas > 4 {
+				return // the walks below are for the small sizes
+			}
+			always := func([]Transition) bool { return true }
+			crashesOnly := &bodies{strip: Transition.String, keep: func(path []Transition) bool {
+				return !slices.ContainsFunc(path, func(tr Transition) bool { return slices.Contains(tr.Failures, FailPowerLoss) })
+			}}
+			if err := g.Walk(crashesOnly); err != nil {
+				t.Fatal(err)
+			}
+			own := &bodies{strip: Transition.String, keep: always}
+			sclr, err := NewGraph(SCLR, tt.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sclr.Walk(own); err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(crashesOnly.got)
+			slices.Sort(own.got)
+			if uint64(len(own.got)) != tt.own || !slices.Equal(crashesOnly.got, own.got) {
+				t.Errorf("the %d schedules without a power loss are not S/CL/R's %d (want %d)", len(crashesOnly.got), len(own.got), tt.own)
+			}
+		})
+	}
+}
+
+// TestCrashLinkKindsRefused: S/CL/R's failures take power loss alone besides a crash.
+func TestCrashLinkKindsRefused(t *testing.T) {
+	for _, f := range []Failure{FailPause, FailPartition, FailDiskError, FailCorruption, FailCrash} {
+		if _, err := NewCrashLinkOf("S/CL/R+x", f); err == nil {
+			t.Errorf("NewCrashLinkOf(%s) took it", f)
+		}
+	}
+}

@@ -19,6 +19,9 @@ func (r *pathRecorder) Leaf() error {
 	return nil
 }
 
+// sclrPowerLoss is S/CL/R with each failing replica crashed or losing power.
+var sclrPowerLoss, _ = NewCrashLinkOf("S/CL/R+power-loss", FailPowerLoss)
+
 // TestScheduleProperties checks, for every model on small parameters, what the spec promises of
 // every schedule: no two are the same, each injects exactly ops writes, ends with every replica
 // online, and each transition's guard held in the state it was taken from. The guards are
@@ -34,6 +37,7 @@ func TestScheduleProperties(t *testing.T) {
 		{SSR, func(n int) int { return n/2 + 1 }, []Params{{1, 3}, {2, 3}, {1, 4}}},
 		{SLR, func(n int) int { return n/2 + 1 }, []Params{{1, 3}, {2, 3}, {1, 4}, {2, 4}}},
 		{SCLR, func(n int) int { return n / 2 }, []Params{{1, 2}, {2, 2}, {1, 3}, {2, 3}}},
+		{sclrPowerLoss, func(n int) int { return n / 2 }, []Params{{1, 2}, {2, 2}, {1, 3}}},
 	}
 	for _, tt := range tests {
 		for _, p := range tt.params {

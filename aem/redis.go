@@ -1,6 +1,7 @@
 package aem
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 )
@@ -50,7 +51,8 @@ const (
 // property tests would see two schedules with the same text.
 type Redis struct {
 	variant RedisVariant
-	name    string // empty: the paper's name of the variant
+	name    string    // empty: the paper's name of the variant
+	also    []Failure // S/CL/R: the kinds a failing replica may take besides a crash
 }
 
 // NewRedis returns the Redis model of the given variant, under the paper's name.
@@ -59,6 +61,19 @@ func NewRedis(v RedisVariant) Redis { return Redis{variant: v} }
 // NewRedisTitled returns the Redis model of the given variant under title: the same schedules
 // on another DRM (S/N/R's are S/L/R's).
 func NewRedisTitled(v RedisVariant, title string) Redis { return Redis{variant: v, name: title} }
+
+// NewCrashLinkOf returns S/CL/R's rules under title with each failing replica crashed or
+// failed by one of also, which may name power loss only: the other kinds leave a server running
+// (a partition or pause is what S/CL/R's NONE with a source already does) or break disks, which
+// a link model without a quorum has no majority to outlive.
+func NewCrashLinkOf(title string, also ...Failure) (Redis, error) {
+	for _, f := range also {
+		if f != FailPowerLoss {
+			return Redis{}, fmt.Errorf("S/CL/R's failures take power loss besides a crash, not %s", f)
+		}
+	}
+	return Redis{variant: CrashLink, name: title, also: slices.Clone(also)}, nil
+}
 
 // Rules is the variant's rule set.
 func (r Redis) Rules() Rules {
@@ -95,7 +110,7 @@ func (r Redis) Kinds() []Failure {
 	case Suspend:
 		return []Failure{FailPause}
 	case CrashLink:
-		return []Failure{FailCrash}
+		return append([]Failure{FailCrash}, r.also...)
 	}
 	return nil
 }
@@ -163,7 +178,7 @@ func (r Redis) divergences(s *State, out []Transition) []Transition {
 				out = append(out, Transition{Kind: Divergence, Writes: v})
 				continue
 			}
-			out = failureKinds(s, tree, v, out)
+			out = failureKinds(s, tree, v, r.Kinds(), out)
 		}
 	}
 	return out
@@ -194,11 +209,11 @@ func onlineTrees(s *State) [][]int {
 	return trees
 }
 
-// failureKinds appends one divergence per choice of NONE or CRASH for every replica of the tree,
-// NONE only for replicas that receive every write of the step; replicas outside the tree are
-// not in the layout. A choice after which every replica would still be online fails nobody and
-// is dropped.
-func failureKinds(s *State, tree, v []int, out []Transition) []Transition {
+// failureKinds appends one divergence per choice of NONE or one of the failing kinds for every
+// replica of the tree (S/CL/R's: CRASH), NONE only for replicas that receive every write of the
+// step; replicas outside the tree are not in the layout. A choice after which every replica
+// would still be online fails nobody and is dropped.
+func failureKinds(s *State, tree, v []int, failing []Failure, out []Transition) []Transition {
 	top := slices.Max(v)
 	f := make([]Failure, len(v))
 	var rec func(j int)
@@ -215,21 +230,23 @@ func failureKinds(s *State, tree, v []int, out []Transition) []Transition {
 			f[i] = FailNone
 			rec(j + 1)
 		}
-		f[i] = FailCrash
-		rec(j + 1)
+		for _, k := range failing {
+			f[i] = k
+			rec(j + 1)
+		}
 	}
 	rec(0)
 	return out
 }
 
 // failsSomeone tells whether a divergence with failure kinds f on tree leaves some replica
-// offline: one was offline already, or a member crashes, or a NONE member has a source.
+// offline: one was offline already, or a member fails, or a NONE member has a source.
 func failsSomeone(s *State, tree []int, f []Failure) bool {
 	if !s.AllOnline() {
 		return true
 	}
 	for _, i := range tree {
-		if f[i] == FailCrash || s.Src[i] != NoSource {
+		if f[i] != FailNone || s.Src[i] != NoSource {
 			return true
 		}
 	}

@@ -204,15 +204,18 @@ func SplitName(name string) (base string, added []aem.Failure, err error) {
 	return base, added, nil
 }
 
-// Compose returns base with its failures taking the added kinds too: the quorum model over
-// every kind of both, named and titled base's name and title followed by each added kind
-// ("qcz+pause", "Q/C/Z+pause"). Only a quorum DRM takes kinds, each of which it must lack.
+// Compose returns base with its failures taking the added kinds too, named and titled base's
+// name and title followed by each added kind ("qcz+pause", "Q/C/Z+pause"): for a quorum DRM the
+// quorum model over every kind of both; for a crash-link one (S/CL/R's rules) its model with each
+// failing replica crashed or losing power ("pgl+power-loss"), the one kind it takes. A DRM takes
+// only kinds it lacks.
 func Compose(base DRM, added []aem.Failure) (DRM, error) {
 	if len(added) == 0 {
 		return base, nil
 	}
-	if !base.Model.Rules().Quorum() {
-		return DRM{}, fmt.Errorf("DRM %s (%s rules): only a quorum DRM's failures take other kinds", base.Name, base.Model.Rules())
+	rules := base.Model.Rules()
+	if !rules.Quorum() && rules != aem.CrashLinkRules {
+		return DRM{}, fmt.Errorf("DRM %s (%s rules): only a quorum or crash-link DRM's failures take other kinds", base.Name, rules)
 	}
 	kinds := base.Kinds()
 	suffix := ""
@@ -226,9 +229,15 @@ func Compose(base DRM, added []aem.Failure) (DRM, error) {
 		kinds = append(kinds, f)
 		suffix += kindSeparator + f.String()
 	}
-	m, err := aem.NewQuorumOf(base.Title+suffix, kinds...)
+	var m aem.Model
+	var err error
+	if rules == aem.CrashLinkRules {
+		m, err = aem.NewCrashLinkOf(base.Title+suffix, kinds[1:]...)
+	} else {
+		m, err = aem.NewQuorumOf(base.Title+suffix, kinds...)
+	}
 	if err != nil {
-		return DRM{}, err
+		return DRM{}, fmt.Errorf("DRM %s: %w", base.Name+suffix, err)
 	}
 	d := base
 	d.base = &base

@@ -205,7 +205,9 @@ func TestCompose(t *testing.T) {
 		{"qnz+crash", "qnz+crash", "Q/N/Z+crash", []aem.Failure{aem.FailCrash, aem.FailPartition}, ""},
 		{"qcnz+pause", "qcnz+pause", "Q/CN/Z+pause", []aem.Failure{aem.FailCrash, aem.FailPartition, aem.FailPause}, ""},
 		{"qcz+crash", "", "", nil, "fails replicas by crash already"},
-		{"slr+pause", "", "", nil, "only a quorum DRM"},
+		{"sclr+power-loss", "sclr+power-loss", "S/CL/R+power-loss", []aem.Failure{aem.FailCrash, aem.FailPowerLoss}, ""},
+		{"sclr+pause", "", "", nil, "power loss besides a crash, not pause"},
+		{"slr+pause", "", "", nil, "only a quorum or crash-link DRM"},
 		{"qcz+nap", "", "", nil, `unknown failure kind "nap"`},
 		{"qxz+pause", "", "", nil, `unknown DRM "qxz"`},
 	} {

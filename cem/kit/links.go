@@ -205,7 +205,7 @@ func (e *linkEngine) fail(ctx context.Context, t *aem.Transition) error {
 			}
 		}
 		for i, f := range t.Failures {
-			if f == aem.FailCrash && t.Writes[i] == top {
+			if f.Down() && t.Writes[i] == top {
 				if err := p.fail(ctx, e.reps()[i], p.kindOf(t, i)); err != nil {
 					return err
 				}
@@ -259,8 +259,8 @@ func (e *linkEngine) failBefore(ctx context.Context, t *aem.Transition, i, j int
 		}
 		return nil
 	}
-	if t.Failures[i] != aem.FailCrash {
-		return fmt.Errorf("replica %d misses write %d but its failure kind is not CRASH", i, j)
+	if !t.Failures[i].Down() {
+		return fmt.Errorf("replica %d misses write %d but its failure kind, %s, stops no server", i, j, t.Failures[i])
 	}
 	return e.p.fail(ctx, r, e.p.kindOf(t, i))
 }

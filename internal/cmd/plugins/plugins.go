@@ -37,6 +37,7 @@ cannot give is listed after the table with why).
 
 A quorum DRM's failures take more kinds when its name adds them: qcz+pause is Q/C/Z with each
 failing replica crashed or paused, qne+crash etc. ('modulo gen --drm qcz+pause', docs/aem.md).
+A crash-link DRM's take power loss: pgl+power-loss crashes each failing server or cuts its power.
 
 A plugin may declare DRMs of its own, for a system the built-in catalogue does not hold: they
 work with gen, show, run, replay, shrink and report as the built-in ones do. Two plugins that
