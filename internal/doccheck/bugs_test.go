@@ -23,6 +23,10 @@ var headings = []string{
 	"Kept and replayed by",
 }
 
+// faultModel begins the first paragraph of every page's "Schedule" section: the faults the
+// finding needs, so that a reader knows whether a real machine gives them.
+const faultModel = "Fault model: "
+
 // keptSection is the heading of the section that names what keeps a page's finding.
 const keptSection = "Kept and replayed by"
 
@@ -106,6 +110,9 @@ func shapeProblems(p page) []string {
 		if strings.TrimSpace(p.sections[h]) == "" {
 			problems = append(problems, fmt.Sprintf("section %q is empty", h))
 		}
+	}
+	if s, ok := p.sections["Schedule"]; ok && !strings.HasPrefix(strings.TrimSpace(s), faultModel) {
+		problems = append(problems, fmt.Sprintf("section %q does not begin with %q, the faults the finding needs", "Schedule", faultModel))
 	}
 	return problems
 }
@@ -342,6 +349,10 @@ func TestChecks(t *testing.T) {
 	var good strings.Builder
 	good.WriteString("# A title\n\nOne paragraph of summary.\n")
 	for _, h := range headings {
+		if h == "Schedule" {
+			fmt.Fprintf(&good, "\n## %s\n\n%scrashes alone.\n\nSomething.\n", h, faultModel)
+			continue
+		}
 		fmt.Fprintf(&good, "\n## %s\n\nSomething.\n", h)
 	}
 	swapped := strings.Replace(strings.Replace(good.String(), "## Upstream", "## X", 1), "## Where in the code", "## Upstream", 1)
@@ -367,6 +378,9 @@ func TestChecks(t *testing.T) {
 		{"headings out of order", func() []string { return shapeProblems(parsePage("p.md", swapped)) }, 1},
 		{"a heading missing", func() []string {
 			return shapeProblems(parsePage("p.md", strings.Replace(good.String(), "## Upstream\n\nSomething.\n", "", 1)))
+		}, 1},
+		{"no fault model", func() []string {
+			return shapeProblems(parsePage("p.md", strings.Replace(good.String(), faultModel, "", 1)))
 		}, 1},
 		{"an empty section", func() []string {
 			return shapeProblems(parsePage("p.md", strings.Replace(good.String(), "## Upstream\n\nSomething.", "## Upstream\n", 1)))
