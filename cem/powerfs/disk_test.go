@@ -204,6 +204,22 @@ func TestNames(t *testing.T) {
 	}
 }
 
+// TestLossNamesUndone: a power loss's record names the name operations it undid, in the order
+// they were made, and says how many more past the first maxUndoneShown.
+func TestLossNamesUndone(t *testing.T) {
+	l := Loss{Entries: 2, Undone: []string{"create a", "rename a.tmp to b"}}
+	if got, want := l.String(), "dropped 0 unsynced bytes of 0 files and undid 2 name operations (create a, rename a.tmp to b)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	many := Loss{Entries: maxUndoneShown + 3}
+	for i := range many.Entries {
+		many.Undone = append(many.Undone, fmt.Sprintf("create f%d", i))
+	}
+	if got := many.String(); !strings.HasSuffix(got, "create f19 and 3 more)") {
+		t.Errorf("%q names more than %d", got, maxUndoneShown)
+	}
+}
+
 // TestByteRanges: kept units are named as byte ranges, adjacent ones merged.
 func TestByteRanges(t *testing.T) {
 	unit := func(off, n int64) segment { return segment{off: off, data: make([]byte, n)} }

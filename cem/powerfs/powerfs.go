@@ -48,6 +48,17 @@ type undo struct {
 	dirs []string
 }
 
+// String names the operation: "create a", "remove a", "rename a to b", "exchange a with b".
+func (u undo) String() string {
+	switch u.op {
+	case "rename":
+		return "rename " + u.path + " to " + u.to
+	case "exchange":
+		return "exchange " + u.path + " with " + u.to
+	}
+	return u.op + " " + u.path
+}
+
 // named records a name operation in the journal, with the directories it changed.
 func (f *FS) named(u undo) {
 	u.dirs = []string{filepath.Dir(u.path)}
@@ -71,15 +82,30 @@ type Loss struct {
 	Files   int   // files whose unsynced data was taken back, the torn ones included
 	Bytes   int64 // bytes of unsynced data taken back, less what the disk kept
 	Entries int   // name operations undone
+	// Undone names the name operations undone, in the order they were made: "create
+	// member/snap/0000000000000003-000000000000000b.snap", "rename a to b".
+	Undone []string
 	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 3 of its 5
 	// unsynced units at bytes 0-8191, 16384-20479", or a tear, "name: kept k of the n bytes written at off", or
 	// none of it, "name: lost every one of its n unsynced bytes".
 	Kept []string
 }
 
+// maxUndoneShown bounds how many undone name operations a power loss's record names: a
+// server's start can make hundreds.
+const maxUndoneShown = 20
+
 // String says what was lost, for the record of a power loss.
 func (l Loss) String() string {
 	s := fmt.Sprintf("dropped %d unsynced bytes of %d files and undid %d name operations", l.Bytes, l.Files, l.Entries)
+	if len(l.Undone) > 0 {
+		shown := l.Undone[:min(len(l.Undone), maxUndoneShown)]
+		s += " (" + strings.Join(shown, ", ")
+		if more := len(l.Undone) - len(shown); more > 0 {
+			s += fmt.Sprintf(" and %d more", more)
+		}
+		s += ")"
+	}
 	if len(l.Kept) > 0 {
 		s += "; " + strings.Join(l.Kept, "; ")
 	}
@@ -258,7 +284,9 @@ func (f *FS) takeBack(seed uint64) (Loss, error) {
 			return loss, fmt.Errorf("powerfs: undo the %s of %s: %w", u.op, u.path, err)
 		}
 		loss.Entries++
+		loss.Undone = append(loss.Undone, u.String())
 	}
+	slices.Reverse(loss.Undone) // in the order they were made
 	files := make([]*changed, 0, len(f.files))
 	for _, c := range f.files {
 		files = append(files, c)

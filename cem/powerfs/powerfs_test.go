@@ -334,7 +334,10 @@ func TestLossCounts(t *testing.T) {
 	if loss.Files != want.Files || loss.Bytes != want.Bytes || loss.Entries != want.Entries || !slices.Equal(loss.Kept, want.Kept) {
 		t.Errorf("loss %+v, want %+v", loss, want)
 	}
-	if s := loss.String(); !strings.Contains(s, "dropped 9 unsynced bytes of 2 files and undid 1 name operations") {
+	if !slices.Equal(loss.Undone, []string{"create new"}) {
+		t.Errorf("undone %q, want the create of new", loss.Undone)
+	}
+	if s := loss.String(); !strings.Contains(s, "dropped 9 unsynced bytes of 2 files and undid 1 name operations (create new)") {
 		t.Errorf("loss reads %q", s)
 	}
 	// Nothing is left to take back: a second drop loses nothing.
