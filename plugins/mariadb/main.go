@@ -57,6 +57,15 @@ type Config struct {
 	// operating system to flush, 1 syncs it at every commit, as MariaDB's documentation
 	// advises where a power loss must not take back what replicas were sent.
 	SyncBinlog int `toml:"sync_binlog"`
+	// RelayLogRecovery is MariaDB's relay_log_recovery, part of what its documentation calls a
+	// crash-safe replica: at start a replica discards its relay log and fetches again from the
+	// GTID position it committed in InnoDB (mysql.gtid_slave_pos), instead of trusting relay
+	// logs and info files a crash or power loss may have cut. Off by default, as MariaDB's is.
+	RelayLogRecovery bool `toml:"relay_log_recovery"`
+	// FlushLogAtTrxCommit is InnoDB's innodb_flush_log_at_trx_commit: 1 (the default) writes and
+	// fsyncs the redo log at every commit; 2 writes it at every commit and fsyncs it once a
+	// second, so a power loss may take back the last second's commits, which a crash does not.
+	FlushLogAtTrxCommit int `toml:"innodb_flush_log_at_trx_commit"`
 }
 
 type system struct{ cfg Config }
@@ -71,12 +80,15 @@ var (
 )
 
 func (s *system) Configure(decode func(any) error) error {
-	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin"}
+	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin", FlushLogAtTrxCommit: 1}
 	if err := decode(&s.cfg); err != nil {
 		return err
 	}
 	if s.cfg.SyncBinlog < 0 {
 		return fmt.Errorf("sync_binlog must be 0 or more, got %d", s.cfg.SyncBinlog)
+	}
+	if f := s.cfg.FlushLogAtTrxCommit; f < 0 || f > 2 {
+		return fmt.Errorf("innodb_flush_log_at_trx_commit must be 0, 1 or 2, got %d", f)
 	}
 	return nil
 }
@@ -148,7 +160,9 @@ func (s *system) serverArgs(r *kit.Replica) []string {
 	return append(append([]string{"--no-defaults", "--datadir=" + dataDir(r), "--tmpdir=" + tmpDir(r), "--port=" + strconv.Itoa(r.Ports[0]),
 		"--bind-address=" + r.Host, "--skip-name-resolve", "--socket=../mysqld.sock", "--pid-file=" + filepath.Join(r.Dir, "mysqld.pid"),
 		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
-		"--gtid-strict-mode=ON", "--skip-slave-start", "--sync-binlog=" + strconv.Itoa(s.cfg.SyncBinlog)}, asRoot()...), innoDB...)
+		"--gtid-strict-mode=ON", "--skip-slave-start", "--sync-binlog=" + strconv.Itoa(s.cfg.SyncBinlog),
+		"--relay-log-recovery=" + strconv.FormatBool(s.cfg.RelayLogRecovery),
+		"--innodb-flush-log-at-trx-commit=" + strconv.Itoa(s.cfg.FlushLogAtTrxCommit)}, asRoot()...), innoDB...)
 }
 
 func (s *system) Command(c *kit.Cluster, r *kit.Replica) (kit.Command, error) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/modulo-testing/modulo/cem"
@@ -40,6 +41,42 @@ func TestParseStatus(t *testing.T) {
 	} {
 		if got, ok := st[k]; !ok || got != want {
 			t.Errorf("%s = %q (present %v), want %q", k, got, ok, want)
+		}
+	}
+}
+
+// TestServerArgs: the [mariadb] table's durability settings reach mariadbd's command line, at
+// MariaDB's defaults unless set, and a setting out of range is refused.
+func TestServerArgs(t *testing.T) {
+	r := &kit.Replica{Index: 1, Name: "mariadb-1", Dir: "/c/mariadb-1", Host: "10.1.2.3", Ports: []int{3306}}
+	for _, tt := range []struct {
+		name string
+		set  func(*Config)
+		want []string
+	}{
+		{"defaults", func(*Config) {}, []string{"--sync-binlog=0", "--relay-log-recovery=false", "--innodb-flush-log-at-trx-commit=1"}},
+		{"crash-safe", func(c *Config) { c.SyncBinlog, c.RelayLogRecovery = 1, true }, []string{"--sync-binlog=1", "--relay-log-recovery=true", "--innodb-flush-log-at-trx-commit=1"}},
+		{"flush 2", func(c *Config) { c.FlushLogAtTrxCommit = 2 }, []string{"--innodb-flush-log-at-trx-commit=2"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &system{}
+			if err := s.Configure(func(v any) error { tt.set(v.(*Config)); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			args := s.serverArgs(r)
+			for _, w := range tt.want {
+				if !slices.Contains(args, w) {
+					t.Errorf("mariadbd's arguments lack %q: %q", w, args)
+				}
+			}
+		})
+	}
+	for _, bad := range []func(*Config){
+		func(c *Config) { c.FlushLogAtTrxCommit = 3 },
+		func(c *Config) { c.SyncBinlog = -1 },
+	} {
+		if err := (&system{}).Configure(func(v any) error { bad(v.(*Config)); return nil }); err == nil {
+			t.Error("a setting out of range was accepted")
 		}
 	}
 }
