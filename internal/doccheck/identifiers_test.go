@@ -97,7 +97,8 @@ func TestQuotedPathsExist(t *testing.T) {
 // bugPages is the directory of the findings' pages, which README.md's table of findings links.
 const bugPages = "docs/bugs"
 
-// TestRelativeLinksResolve checks every relative link of README.md and docs/ ([text](target)):
+// TestRelativeLinksResolve checks every relative link of README.md, docs/ and the plugins'
+// READMEs ([text](target)):
 // the file or directory it names exists, and a fragment names a heading of the Markdown page it
 // points to (GitHub's anchors). A link that leaves the repository is not checked. Links into
 // docs/bugs/ are checked in a subtest of their own, which is skipped, naming them, while that
@@ -109,7 +110,19 @@ func TestRelativeLinksResolve(t *testing.T) {
 		target string
 	}
 	var links, bugLinks []link
-	for _, doc := range docFiles(t) {
+	readmes, err := filepath.Glob(filepath.Join(root, "plugins", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := docFiles(t)
+	for _, r := range readmes {
+		rel, err := filepath.Rel(root, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, filepath.ToSlash(rel))
+	}
+	for _, doc := range docs {
 		for _, l := range markdownLinks(t, doc) {
 			target, _, _ := strings.Cut(l.target, "#")
 			resolved := l.target
