@@ -207,12 +207,12 @@ func TestNames(t *testing.T) {
 // TestLossNamesUndone: a power loss's record names the name operations it undid, in the order
 // they were made, and says how many more past the first maxUndoneShown.
 func TestLossNamesUndone(t *testing.T) {
-	l := Loss{Entries: 2, Undone: []string{"create a", "rename a.tmp to b"}}
+	l := Loss{Undone: []string{"create a", "rename a.tmp to b"}}
 	if got, want := l.String(), "dropped 0 unsynced bytes of 0 files and undid 2 name operations (create a, rename a.tmp to b)"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
-	many := Loss{Entries: maxUndoneShown + 3}
-	for i := range many.Entries {
+	var many Loss
+	for i := range maxUndoneShown + 3 {
 		many.Undone = append(many.Undone, fmt.Sprintf("create f%d", i))
 	}
 	if got := many.String(); !strings.HasSuffix(got, "create f19 and 3 more)") {

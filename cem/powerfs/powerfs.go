@@ -79,15 +79,14 @@ type Stats struct {
 
 // Loss is what one Drop took back.
 type Loss struct {
-	Files   int   // files whose unsynced data was taken back, the torn ones included
-	Bytes   int64 // bytes of unsynced data taken back, less what the disk kept
-	Entries int   // name operations undone
+	Files int   // files whose unsynced data was taken back, the torn ones included
+	Bytes int64 // bytes of unsynced data taken back, less what the disk kept
 	// Undone names the name operations undone, in the order they were made: "create
 	// member/snap/0000000000000003-000000000000000b.snap", "rename a to b".
 	Undone []string
 	// Kept says, per file, what the disk kept of its unsynced data: "name: kept 3 of its 5
-	// unsynced units at bytes 0-8191, 16384-20479", or a tear, "name: kept k of the n bytes written at off", or
-	// none of it, "name: lost every one of its n unsynced bytes".
+	// unsynced units at bytes 0-8191, 16384-20479", or a tear, "name: kept k of the n bytes
+	// written at off", or none of it, "name: lost every one of its n unsynced bytes".
 	Kept []string
 }
 
@@ -97,7 +96,7 @@ const maxUndoneShown = 20
 
 // String says what was lost, for the record of a power loss.
 func (l Loss) String() string {
-	s := fmt.Sprintf("dropped %d unsynced bytes of %d files and undid %d name operations", l.Bytes, l.Files, l.Entries)
+	s := fmt.Sprintf("dropped %d unsynced bytes of %d files and undid %d name operations", l.Bytes, l.Files, len(l.Undone))
 	if len(l.Undone) > 0 {
 		shown := l.Undone[:min(len(l.Undone), maxUndoneShown)]
 		s += " (" + strings.Join(shown, ", ")
@@ -283,7 +282,6 @@ func (f *FS) takeBack(seed uint64) (Loss, error) {
 		if err != nil {
 			return loss, fmt.Errorf("powerfs: undo the %s of %s: %w", u.op, u.path, err)
 		}
-		loss.Entries++
 		loss.Undone = append(loss.Undone, u.String())
 	}
 	slices.Reverse(loss.Undone) // in the order they were made

@@ -66,7 +66,7 @@ func TestServerFilesReadBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if loss.Bytes != 0 || loss.Entries != 0 || len(loss.Kept) != 0 {
+	if loss.Bytes != 0 || len(loss.Undone) != 0 || len(loss.Kept) != 0 {
 		t.Errorf("after initdb synced its cluster, a power loss %s", loss)
 	}
 	after, err := fsutil.Digest(f.Dir(), []string{"pg"})
