@@ -154,6 +154,7 @@ func (r Redis) divergences(s *State, out []Transition) []Transition {
 		layouts(s, func(w []int) { out = append(out, Transition{Kind: Divergence, Writes: w}) })
 		return out
 	}
+	failing := r.Kinds()
 	for _, tree := range onlineTrees(s) {
 		orders := reverseTopoOrders(s, tree)
 		var vectors [][]int
@@ -178,7 +179,7 @@ func (r Redis) divergences(s *State, out []Transition) []Transition {
 				out = append(out, Transition{Kind: Divergence, Writes: v})
 				continue
 			}
-			out = failureKinds(s, tree, v, r.Kinds(), out)
+			out = failureKinds(s, tree, v, failing, out)
 		}
 	}
 	return out
