@@ -111,7 +111,7 @@ func shapeProblems(p page) []string {
 			problems = append(problems, fmt.Sprintf("section %q is empty", h))
 		}
 	}
-	if s, ok := p.sections["Schedule"]; ok && !strings.HasPrefix(strings.TrimSpace(s), faultModel) {
+	if _, ok := p.sections["Schedule"]; ok && !strings.HasPrefix(faultModelOf(p), faultModel) {
 		problems = append(problems, fmt.Sprintf("section %q does not begin with %q, the faults the finding needs", "Schedule", faultModel))
 	}
 	return problems

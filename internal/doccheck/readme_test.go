@@ -51,7 +51,8 @@ const (
 
 var readmeBugLink = regexp.MustCompile(`\]\(docs/bugs/([a-z0-9-]+\.md)\)`)
 
-// faultModelOf is the paragraph of p that begins with faultModel.
+// faultModelOf is the first paragraph of p's "Schedule" section, on one line: the one that must
+// begin with faultModel.
 func faultModelOf(p page) string {
 	para, _, _ := strings.Cut(strings.TrimSpace(p.sections["Schedule"]), "\n\n")
 	return strings.Join(strings.Fields(para), " ")
