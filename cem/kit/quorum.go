@@ -203,6 +203,25 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	var pending []pendingWrite
 	var failedAt time.Time // when the kit began failing every replica, the writes' receivers too
 	defer func() { err = errors.Join(err, e.settle(pending, failedAt)) }()
+	// unlogged are the minority writes sent to receivers and not yet seen in their logs. A run of
+	// minority writes to the same receivers is sent back to back and awaited together, before
+	// the next failure: the leader of a minority keeps leading only until it notices that it
+	// lost its quorum (etcd's CheckQuorum: one to two election timeouts), and a write sent after
+	// the previous one reached a slow disk could find it a follower already, and never be logged.
+	// Their order in the log is the system's.
+	var unlogged []cem.Write
+	var unloggedAt []*Replica // their receivers
+	awaitUnlogged := func() error {
+		for _, r := range unloggedAt {
+			for _, w := range unlogged {
+				if err := e.awaitLogged(ctx, r, w.Key, w.Value); err != nil {
+					return err
+				}
+			}
+		}
+		unlogged = nil
+		return nil
+	}
 	for j := 1; j <= t.WriteCount(); j++ {
 		var failing []int // abstract replicas
 		var receivers []*Replica
@@ -219,27 +238,12 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 		if err != nil {
 			return err
 		}
-		minority := len(receivers) < quorum
-		if minority {
-			if e.logs == nil {
-				return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader",
-					key, len(receivers), len(p.conc), p.about.Name)
+		if len(failing) > 0 { // write j reaches fewer replicas than write j-1
+			if err := awaitUnlogged(); err != nil {
+				return err
 			}
-			for _, a := range failing {
-				if err := e.fail(ctx, t, a, true); err != nil {
-					return err
-				}
-			}
-			wctx, cancel := context.WithCancel(ctx)
-			w := pendingWrite{index: len(p.writes), to: leader, sent: time.Now(), cancel: cancel, done: make(chan writeAnswer, 1)}
-			go func() {
-				err := e.put(wctx, leader, key, value)
-				w.done <- writeAnswer{err, time.Now()}
-			}()
-			pending = append(pending, w)
-			p.sentWrite(cem.Write{Key: key, Value: value, Minority: true, Answer: cem.NoAnswer, Async: p.async})
-			p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
-		} else {
+		}
+		if len(receivers) >= quorum {
 			for _, a := range failing {
 				if err := e.fail(ctx, t, a, false); err != nil {
 					return err
@@ -248,17 +252,35 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			if err := p.writeWith(ctx, leader, key, value, e.put); err != nil {
 				return err
 			}
-		}
-		for _, r := range receivers {
-			if minority {
-				err = e.awaitLogged(ctx, r, key, value)
-			} else {
-				err = e.p.awaitHolds(ctx, r, key, value)
+			for _, r := range receivers {
+				if err := e.p.awaitHolds(ctx, r, key, value); err != nil {
+					return err
+				}
 			}
-			if err != nil {
+			continue
+		}
+		if e.logs == nil {
+			return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader",
+				key, len(receivers), len(p.conc), p.about.Name)
+		}
+		for _, a := range failing {
+			if err := e.fail(ctx, t, a, true); err != nil {
 				return err
 			}
 		}
+		wctx, cancel := context.WithCancel(ctx)
+		w := pendingWrite{index: len(p.writes), to: leader, sent: time.Now(), cancel: cancel, done: make(chan writeAnswer, 1)}
+		go func() {
+			err := e.put(wctx, leader, key, value)
+			w.done <- writeAnswer{err, time.Now()}
+		}()
+		pending = append(pending, w)
+		p.sentWrite(cem.Write{Key: key, Value: value, Minority: true, Answer: cem.NoAnswer, Async: p.async})
+		p.act(leader, "write %s = %q sent (%d of %d replicas receive it: it cannot commit)", key, value, len(receivers), len(p.conc))
+		unlogged, unloggedAt = append(unlogged, cem.Write{Key: key, Value: value}), receivers
+	}
+	if err := awaitUnlogged(); err != nil {
+		return err
 	}
 	failedAt = time.Now()
 	for a, on := range p.state.On {
