@@ -341,6 +341,7 @@ func list(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
+// verb is one for a single name, many for several.
 func verb(names []string, one, many string) string {
 	if len(names) == 1 {
 		return one
