@@ -3,12 +3,14 @@ package plugintest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -56,14 +58,27 @@ func Campaign(t *testing.T, bin, drm string, params Params, config string, worke
 		err = run.Wait()
 	}
 	out := output.Bytes()
+	recs, rerr := results.ReadRecords(filepath.Join(work, "results", drm, "records.jsonl"))
 	if err != nil && (run.ProcessState == nil || run.ProcessState.ExitCode() != 1) {
-		t.Fatalf("modulo run: %v\n%s", err, out)
+		// The results directory goes with the test: what each schedule that did not pass
+		// ended with is all a CI log keeps of why.
+		t.Fatalf("modulo run: %v\n%s%s", err, out, notPassed(recs))
 	}
-	recs, err := results.ReadRecords(filepath.Join(work, "results", drm, "records.jsonl"))
-	if err != nil {
-		t.Fatalf("%v; modulo run said:\n%s", err, out)
+	if rerr != nil {
+		t.Fatalf("%v; modulo run said:\n%s", rerr, out)
 	}
 	return recs
+}
+
+// notPassed lists the records that did not pass, a line each with the verdict's detail.
+func notPassed(recs []results.Record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		if r.Verdict != oracle.Pass {
+			fmt.Fprintf(&b, "%s %s %s: %s\n", r.ID, r.Verdict, r.Class, r.Detail)
+		}
+	}
+	return b.String()
 }
 
 // lostWriteDetail is how the oracle names an acknowledged write and the replica that lost it.
