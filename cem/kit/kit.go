@@ -95,8 +95,8 @@ type DRM = cem.DRMSpec
 // System is what a plugin's author writes: how to run and talk to one replica of their system.
 // The kit calls it from one goroutine at a time, except that Write may run while LogReader's
 // Logged polls (a write that cannot commit is sent asynchronously), and several such Writes,
-// a run of them to the same replicas, at once. Every method that takes a
-// context must return soon after it ends: a hung server must not hang the plugin.
+// a run of them to the same replicas, at once. Every method that takes a context must return
+// soon after it ends: a hung server must not hang the plugin.
 type System interface {
 	// Version returns the version of the server binary the configuration names; it fails with
 	// one line naming the binary when it is missing. Info reports it.
@@ -188,8 +188,8 @@ type Quorum interface {
 // keeps its quorum for the moment the write needs; it sends the write to the leader without
 // waiting for an answer (a run of such writes to the same replicas back to back, since the
 // leader notices soon that it lost its quorum); it polls Logged on every replica that must
-// receive it; then it SIGKILLs every replica, as the model's divergence does. The suspended replicas never run
-// again before they are killed, so to them it is a crash before the write. (A committed write
+// receive it; then it SIGKILLs every replica, as the model's divergence does. The suspended
+// replicas never run again before they are killed, so to them it is a crash before the write. (A committed write
 // is confirmed on every receiver with Holder, or ReadAll.) Without LogReader, a step with a
 // minority write fails, naming this interface.
 type LogReader interface {

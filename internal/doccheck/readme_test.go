@@ -65,13 +65,19 @@ func faultModelOf(p page) string {
 // in the table unless its fault model names one of apartFaults, and then only in the list after
 // that fault's title.
 func findingsProblems(readme string, pages []page) []string {
+	titleAt := map[string]int{} // each list apart's title: where the README has it
+	for _, a := range apartFaults {
+		if j := strings.Index(readme, a.title); j >= 0 {
+			titleAt[a.title] = j
+		}
+	}
 	// sectionAt names where offset i of the README lies: "" for the findings, else the title of
 	// the last list apart that begins before it.
 	sectionAt := func(i int) string {
 		section, at := "", -1
-		for _, a := range apartFaults {
-			if j := strings.Index(readme, a.title); j >= 0 && j < i && j > at {
-				section, at = a.title, j
+		for title, j := range titleAt {
+			if j < i && j > at {
+				section, at = title, j
 			}
 		}
 		return section
