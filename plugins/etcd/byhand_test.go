@@ -33,18 +33,15 @@ func TestWALTailByHand(t *testing.T) {
 // its own before the power loss, panics at its restart.
 func TestSnapshotNamesByHand(t *testing.T) {
 	for _, tt := range []struct {
-		name, mode string
-		end        *regexp.Regexp
+		name string
+		args []string
+		end  *regexp.Regexp
 	}{
-		{"serves without", "", regexp.MustCompile(`(?m)^LOST: m2 serves without the acknowledged .*$`)},
-		{"own snapshot, panics", "own-snapshot", regexp.MustCompile(`(?m)^DOWN: m2 exited at its restart .*$`)},
+		{"serves without", nil, regexp.MustCompile(`(?m)^LOST: m2 serves without the acknowledged .*$`)},
+		{"own snapshot, panics", []string{"own-snapshot"}, regexp.MustCompile(`(?m)^DOWN: m2 exited at its restart .*$`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var args []string
-			if tt.mode != "" {
-				args = append(args, tt.mode)
-			}
-			if out := runByHand(t, "snapshot-names.go", "3.7.3", args...); !tt.end.Match(out) {
+			if out := runByHand(t, "snapshot-names.go", "3.7.3", tt.args...); !tt.end.Match(out) {
 				t.Errorf("no line %q in its output", tt.end)
 			}
 		})

@@ -62,8 +62,10 @@ func reproduce(name string, modes []string, run func(mode string) int) {
 		os.Exit(2)
 	}
 	setUp(name, os.Args[1])
-	code := run(mode)
-	stopAll()
+	code := func() int {
+		defer stopAll() // a panic in run too
+		return run(mode)
+	}()
 	os.Exit(code)
 }
 

@@ -82,7 +82,6 @@ func cutWAL(m *member, n int) string {
 // running at the end (1 unless two members serve k4.1); CONVERGED (0) when every member holds
 // it; 2 when the reproduction itself failed.
 func runWALTail() int {
-	defer stopAll()
 	m0, m1, m2 := members[0], members[1], members[2]
 
 	// 1. Three members, two keys, every member at one raft index.
