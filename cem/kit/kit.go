@@ -223,7 +223,8 @@ type Linker interface {
 	// had (PostgreSQL's LSNs, MariaDB's GTID sequence numbers) compares as caught up. Say what
 	// the system itself says; the oracle compares the data after the step. Where the system
 	// says replication is broken, return an error wrapping ErrBroken (or log a line that
-	// SyncLines marks Broken); where it refuses the link, one wrapping ErrRefused.
+	// SyncLines marks Broken); where it refuses the link, one wrapping ErrRefused. Follow
+	// wraps either too, where the system answers the order so.
 	InSync(ctx context.Context, r, src *Replica) (ok bool, seen string, err error)
 }
 
@@ -236,8 +237,10 @@ type Linker interface {
 var ErrRefused = errors.New("the system refuses the link")
 
 // ErrBroken is what Linker.InSync wraps where the system says that replication to r along its
-// link is broken for good (MariaDB's replication thread stopped on an error): the kit raises
-// the broken-replication alarm with the error's text in place of waiting out the step timeout.
+// link is broken for good (MariaDB's replication thread stopped on an error), or Linker.Follow
+// where the system refuses the order for a reason no fresh copy of src mends (MariaDB cannot
+// read its own master.info): the kit raises the broken-replication alarm with the error's text
+// in place of waiting out the step timeout.
 var ErrBroken = errors.New("replication is broken")
 
 // ErrNeedsStop is what Linker.Follow or Unfollow returns for a server that changes its source

@@ -702,6 +702,14 @@ func (e *linkEngine) link(ctx context.Context, r, src *Replica) error {
 	if errors.Is(err, ErrNeedsStop) {
 		return e.relinkStopped(ctx, r, src)
 	}
+	if errors.Is(err, ErrBroken) && e.p.step >= 0 {
+		// The system took a step's order and said it cannot replicate r at all: its failure,
+		// judged as broken replication, with no wait for a link it will not make. At the
+		// cluster's start it is an error: there is no step to judge.
+		r.link, r.linkedHistory = src.Index, src.history
+		e.p.alarms = append(e.p.alarms, e.p.brokenAlarm(r, err.Error()))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

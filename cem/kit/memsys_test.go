@@ -69,6 +69,10 @@ type memSystem struct {
 		// InSync's answer (kit.ErrBroken), as MariaDB's stopped replication thread does, where
 		// it would log brokenLine.
 		BrokenStatus bool `toml:"broken_status"`
+		// BrokenFollow makes a replica that holds entries refuse every live order to follow
+		// (kit.ErrBroken), as MariaDB refuses CHANGE MASTER TO when a power loss left its
+		// master.info empty.
+		BrokenFollow bool `toml:"broken_follow"`
 		// InitialKeys makes the system a kit.Seeder of that many keys.
 		InitialKeys int `toml:"initial_keys"`
 		// Preset names one of memPresets, which set only the kit's keys.
@@ -398,6 +402,8 @@ func (s *memSystem) tick() {
 const (
 	wrongEpoch = -1
 	brokenLine = "memsys: this replica's history is not its source's"
+	// followRefusal is what a broken_follow replica answers an order to follow.
+	followRefusal = "memsys: cannot read its own source's record"
 	// stuckLine is what a restarted server that will never join logs (stuck_join).
 	stuckLine = "memsys: joining failed, node restart required"
 )
@@ -655,6 +661,9 @@ func (s *memSystem) Follow(_ context.Context, r, src *kit.Replica) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.rep(r)
+	if s.cfg.BrokenFollow && len(m.log) > 0 {
+		return fmt.Errorf("%w: %s", kit.ErrBroken, followRefusal)
+	}
 	s.resync(m, src)
 	m.resumes = src
 	return nil
@@ -970,17 +979,23 @@ func TestPromotedStaysPrimary(t *testing.T) {
 // TestBrokenReplication: when a relink leaves a replica holding a history its source lacks
 // (wrong_rewind, as pg_rewind's "no rewind required" for two histories on one timeline), the
 // replica's server says again and again that it cannot follow, or InSync says that replication
-// is broken (kit.ErrBroken, as MariaDB's stopped thread): the step ends with an alarm of class
-// broken-replication that names what the system said, in place of a wait to the step timeout,
-// and the schedule runs on to its end. With a rewind that rewinds, the same schedule converges.
+// is broken (kit.ErrBroken, as MariaDB's stopped thread); or the replica refuses the order to
+// follow itself (kit.ErrBroken from Follow, as MariaDB that cannot read its master.info): the
+// step ends with an alarm of class broken-replication that names what the system said, in place
+// of a wait to the step timeout or an error of the harness, and the schedule runs on to its
+// end. With a rewind that rewinds, the same schedule converges.
 func TestBrokenReplication(t *testing.T) {
 	tests := []struct {
 		name, config string
-		wantAlarm    string // what the alarm's line names; "" for no alarm
+		wantAlarm    []string // what the alarm's line names; none for no alarm
 	}{
-		{"wrong rewind", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true", `NOT-ITS-HISTORY: logged "` + brokenLine + `" 3 times`},
-		{"wrong rewind, said by InSync", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true\nbroken_status = true", "replication is broken: " + brokenLine},
-		{"rewind", "lag_ms = 20\nrelink_by_restart = true", ""},
+		{"wrong rewind", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true",
+			[]string{`NOT-ITS-HISTORY: logged "` + brokenLine + `" 3 times`, "while it should sync with redis-1"}},
+		{"wrong rewind, said by InSync", "lag_ms = 20\nrelink_by_restart = true\nwrong_rewind = true\nbroken_status = true",
+			[]string{"replication is broken: " + brokenLine, "while it should sync with redis-1"}},
+		{"order refused, said by Follow", "lag_ms = 20\nbroken_follow = true",
+			[]string{"redis-0 to follow redis-1: replication is broken: " + followRefusal}},
+		{"rewind", "lag_ms = 20\nrelink_by_restart = true", nil},
 	}
 	schedule := []string{"D[1,0](n,c)", "C[1]<1,->"} // replica 0 takes a write, then follows 1, which lacks it
 	for _, tt := range tests {
@@ -995,7 +1010,7 @@ func TestBrokenReplication(t *testing.T) {
 				}
 				alarms = append(alarms, rep.Alarms...)
 			}
-			if tt.wantAlarm == "" {
+			if len(tt.wantAlarm) == 0 {
 				if len(alarms) > 0 {
 					t.Errorf("alarms %v, want none", alarms)
 				}
@@ -1003,7 +1018,7 @@ func TestBrokenReplication(t *testing.T) {
 			}
 			class, line := oracle.Alarms(alarms)
 			if class != oracle.BrokenReplication || len(alarms) != 1 || alarms[0].Replica != 0 ||
-				!strings.Contains(line, tt.wantAlarm) || !strings.Contains(line, "while it should sync with redis-1") {
+				slices.ContainsFunc(tt.wantAlarm, func(w string) bool { return !strings.Contains(line, w) }) {
 				t.Errorf("alarms %v: class %s, %q; want one of class %s on replica 0 naming the line", alarms, class, line, oracle.BrokenReplication)
 			}
 			snap, err := p.Read(ctx)

@@ -101,7 +101,8 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                             a server restarted after a power loss lacks what it held
                 broken-replication  the system says a replica can never resync: its
                             server logs a broken link again and again (PostgreSQL's
-                            "record with incorrect prev-link")
+                            "record with incorrect prev-link"), or it refuses to
+                            replicate at all (MariaDB's ERROR 1201)
                 unrecoverable  a server exited on its own: at its restart after a
                             failure (ZooKeeper refusing its log after a power
                             loss), or anywhere else (a PANIC, an abort)
