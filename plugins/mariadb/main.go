@@ -66,6 +66,12 @@ type Config struct {
 	// fsyncs the redo log at every commit; 2 writes it at every commit and fsyncs it once a
 	// second, so a power loss may take back the last second's commits, which a crash does not.
 	FlushLogAtTrxCommit int `toml:"innodb_flush_log_at_trx_commit"`
+	// SyncMasterInfo and SyncRelayLogInfo are MariaDB's sync_master_info and
+	// sync_relay_log_info: a replica fsyncs master.info and relay-log.info after that many
+	// events, 10,000 by default, so a power loss may take back a file it never synced; 1 syncs
+	// them after every event.
+	SyncMasterInfo   int `toml:"sync_master_info"`
+	SyncRelayLogInfo int `toml:"sync_relay_log_info"`
 }
 
 type system struct{ cfg Config }
@@ -80,12 +86,15 @@ var (
 )
 
 func (s *system) Configure(decode func(any) error) error {
-	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin", FlushLogAtTrxCommit: 1}
+	s.cfg = Config{Server: "/usr/sbin/mariadbd", Bin: "/usr/bin", FlushLogAtTrxCommit: 1, SyncMasterInfo: 10000, SyncRelayLogInfo: 10000}
 	if err := decode(&s.cfg); err != nil {
 		return err
 	}
 	if s.cfg.SyncBinlog < 0 {
 		return fmt.Errorf("sync_binlog must be 0 or more, got %d", s.cfg.SyncBinlog)
+	}
+	if s.cfg.SyncMasterInfo < 0 || s.cfg.SyncRelayLogInfo < 0 {
+		return fmt.Errorf("sync_master_info and sync_relay_log_info must be 0 or more, got %d and %d", s.cfg.SyncMasterInfo, s.cfg.SyncRelayLogInfo)
 	}
 	if f := s.cfg.FlushLogAtTrxCommit; f < 0 || f > 2 {
 		return fmt.Errorf("innodb_flush_log_at_trx_commit must be 0, 1 or 2, got %d", f)
@@ -162,6 +171,7 @@ func (s *system) serverArgs(r *kit.Replica) []string {
 		"--server-id=" + strconv.Itoa(r.Index+1), "--log-bin=mariadb-bin", "--log-slave-updates",
 		"--gtid-strict-mode=ON", "--skip-slave-start", "--sync-binlog=" + strconv.Itoa(s.cfg.SyncBinlog),
 		"--relay-log-recovery=" + strconv.FormatBool(s.cfg.RelayLogRecovery),
+		"--sync-master-info=" + strconv.Itoa(s.cfg.SyncMasterInfo), "--sync-relay-log-info=" + strconv.Itoa(s.cfg.SyncRelayLogInfo),
 		"--innodb-flush-log-at-trx-commit=" + strconv.Itoa(s.cfg.FlushLogAtTrxCommit)}, asRoot()...), innoDB...)
 }
 
@@ -223,12 +233,26 @@ func (s *system) CaughtUp(ctx context.Context, _ *kit.Cluster, online []*kit.Rep
 }
 
 // Follow links r to src. A replica whose primary restarts (a fresh copy) reconnects after
-// MASTER_CONNECT_RETRY seconds, 60 by default, which would outlast the step: 1.
+// MASTER_CONNECT_RETRY seconds, 60 by default, which would outlast the step: 1. MariaDB's
+// refusal because it cannot read its own master.info is broken replication (infoErrno).
 func (s *system) Follow(ctx context.Context, r, src *kit.Replica) error {
 	_, err := s.query(ctx, r, fmt.Sprintf("STOP SLAVE; SET GLOBAL read_only = 1; CHANGE MASTER TO MASTER_HOST = '%s', "+
 		"MASTER_PORT = %d, MASTER_USER = 'root', MASTER_CONNECT_RETRY = 1, MASTER_USE_GTID = slave_pos, MASTER_DEMOTE_TO_SLAVE = 1; START SLAVE", src.Host, src.Ports[0]))
+	if err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if line = strings.TrimSpace(line); strings.HasPrefix(line, "ERROR "+infoErrno+" ") {
+				return fmt.Errorf("%w: CHANGE MASTER TO refused: %s", kit.ErrBroken, line)
+			}
+		}
+	}
 	return err
 }
+
+// infoErrno is MariaDB's refusal of CHANGE MASTER TO when it cannot read its own master.info
+// or relay-log.info ("Could not initialize master info structure"), as after a power loss took
+// back the contents of a master.info it had not synced (sync_master_info). No replication
+// command mends it, nor a fresh copy of the primary's data: an operator must remove the files.
+const infoErrno = "1201"
 
 func (s *system) Unfollow(ctx context.Context, r *kit.Replica) error {
 	_, err := s.query(ctx, r, "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = 0")

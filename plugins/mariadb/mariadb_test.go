@@ -54,8 +54,10 @@ func TestServerArgs(t *testing.T) {
 		set  func(*Config)
 		want []string
 	}{
-		{"defaults", func(*Config) {}, []string{"--sync-binlog=0", "--relay-log-recovery=false", "--innodb-flush-log-at-trx-commit=1"}},
+		{"defaults", func(*Config) {}, []string{"--sync-binlog=0", "--relay-log-recovery=false", "--innodb-flush-log-at-trx-commit=1",
+			"--sync-master-info=10000", "--sync-relay-log-info=10000"}},
 		{"crash-safe", func(c *Config) { c.SyncBinlog, c.RelayLogRecovery = 1, true }, []string{"--sync-binlog=1", "--relay-log-recovery=true", "--innodb-flush-log-at-trx-commit=1"}},
+		{"info files synced", func(c *Config) { c.SyncMasterInfo, c.SyncRelayLogInfo = 1, 1 }, []string{"--sync-master-info=1", "--sync-relay-log-info=1"}},
 		{"flush 2", func(c *Config) { c.FlushLogAtTrxCommit = 2 }, []string{"--innodb-flush-log-at-trx-commit=2"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +76,7 @@ func TestServerArgs(t *testing.T) {
 	for _, bad := range []func(*Config){
 		func(c *Config) { c.FlushLogAtTrxCommit = 3 },
 		func(c *Config) { c.SyncBinlog = -1 },
+		func(c *Config) { c.SyncMasterInfo = -1 },
 	} {
 		if err := (&system{}).Configure(func(v any) error { bad(v.(*Config)); return nil }); err == nil {
 			t.Error("a setting out of range was accepted")
