@@ -19,6 +19,8 @@ func TestByHand(t *testing.T) {
 		{"replica-ahead.sh", []string{"gtid('0-1-1')", "DIVERGED: a keeps k1.1, which b, its primary, never had"}},
 		// docs/bugs/mariadb-copy-serves-nothing.md
 		{"copy-serves-nothing.sh", []string{"Slave_IO_Running: Yes", "DIVERGED: c, in sync with b by MariaDB's word, lacks k1.1"}},
+		// docs/bugs/mariadb-empty-master-info.md
+		{"empty-master-info.sh", []string{"Error reading master configuration", "ERROR 1201", "REFUSED: b cannot replicate again"}},
 	} {
 		t.Run(tt.script, func(t *testing.T) {
 			plugintest.RunScript(t, tt.script, 3, tt.want...)

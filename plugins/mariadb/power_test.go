@@ -2,8 +2,11 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/modulo-testing/modulo/cem"
+	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/cem/plugintest"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/schedules"
@@ -35,5 +38,42 @@ func TestPowerLoss(t *testing.T) {
 		case !ahead[r.ID] && r.Verdict != oracle.Pass:
 			t.Errorf("schedule %s: %s %s: %s", r.ID, r.Verdict, r.Class, r.Detail)
 		}
+	}
+}
+
+// TestEmptyMasterInfo replays the schedule of testdata/empty-master-info.txt on real servers,
+// MariaDB's crash-safe replica settings with sync_master_info and sync_relay_log_info at
+// MariaDB's default (10,000) and at 1. At the default, replica 0's power loss at step 4 keeps
+// none of its master.info, and at step 5 MariaDB refuses CHANGE MASTER TO (ERROR 1201): the
+// step ends with an alarm of class broken-replication on replica 0. At 1, no step raises an
+// alarm.
+func TestEmptyMasterInfo(t *testing.T) {
+	params := plugintest.Params{Ops: 2, Replicas: 2}
+	id, steps := plugintest.KeptSchedule(t, filepath.Join("testdata", "empty-master-info.txt"), "mdp", params)
+	for _, tt := range []struct {
+		name, config string
+		broken       bool
+	}{
+		{"sync_master_info 10000", "sync_binlog = 1\nrelay_log_recovery = true\n", true},
+		{"sync_master_info 1", "sync_binlog = 1\nrelay_log_recovery = true\nsync_master_info = 1\nsync_relay_log_info = 1\n", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, reports := plugintest.ReplayKept(t, kit.New(about, &system{}), []byte(tt.config), "mdp", params, id, steps)
+			var alarms []cem.Alarm
+			for _, rep := range reports {
+				alarms = append(alarms, rep.Alarms...)
+			}
+			class, line := oracle.Alarms(alarms)
+			if !tt.broken {
+				if len(alarms) > 0 {
+					t.Errorf("alarms %v, want none", alarms)
+				}
+				return
+			}
+			if len(reports[4].Alarms) != 1 || class != oracle.BrokenReplication || alarms[0].Replica != 0 || !strings.Contains(line, "ERROR 1201") {
+				t.Errorf("alarms %v (step 5: %v): class %s, %q; want one at step 5, of class %s on replica 0, naming ERROR 1201",
+					alarms, reports[4].Alarms, class, line, oracle.BrokenReplication)
+			}
+		})
 	}
 }
