@@ -74,6 +74,12 @@ type Info struct {
 	Version       string // plugin version
 	ServerVersion string // version of the configured server binary, as the server reports it
 	Capabilities  Capabilities
+	// Releases are the versions of the server releases in modulo's cache that the plugin can
+	// run (scripts/setup builds them), oldest first, and ReleaseSetting is the plugin table's
+	// line that runs one, <version> standing for its version:
+	// `server = "~/.cache/modulo/etcd/<version>/etcd"`.
+	Releases       []string
+	ReleaseSetting string
 }
 
 // ClusterSpec is what the executor hands a plugin to start one cluster.

@@ -44,9 +44,11 @@ func (s *grpcServer) Info(ctx context.Context, req *pb.InfoRequest) (*pb.InfoRes
 		return nil, err
 	}
 	return &pb.InfoResponse{Info: &pb.Info{
-		Name:          info.Name,
-		Version:       info.Version,
-		ServerVersion: info.ServerVersion,
+		Name:           info.Name,
+		Version:        info.Version,
+		ServerVersion:  info.ServerVersion,
+		Releases:       info.Releases,
+		ReleaseSetting: info.ReleaseSetting,
 		Capabilities: &pb.Capabilities{
 			Drms:            info.Capabilities.DRMs,
 			PortsPerReplica: int64(info.Capabilities.PortsPerReplica),
@@ -252,9 +254,11 @@ func (c *grpcClient) Info(ctx context.Context, config []byte) (Info, error) {
 	}
 	info := resp.GetInfo()
 	return Info{
-		Name:          info.GetName(),
-		Version:       info.GetVersion(),
-		ServerVersion: info.GetServerVersion(),
+		Name:           info.GetName(),
+		Version:        info.GetVersion(),
+		ServerVersion:  info.GetServerVersion(),
+		Releases:       info.GetReleases(),
+		ReleaseSetting: info.GetReleaseSetting(),
 		Capabilities: Capabilities{
 			DRMs:            info.GetCapabilities().GetDrms(),
 			PortsPerReplica: int(info.GetCapabilities().GetPortsPerReplica()),

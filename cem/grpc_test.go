@@ -29,10 +29,12 @@ func TestProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantInfo := Info{
-			Name:          "testplugin",
-			Version:       "1.2.3",
-			ServerVersion: "memory 0",
-			Capabilities:  Capabilities{DRMs: []string{"ssr", "slr"}, PortsPerReplica: 2},
+			Name:           "testplugin",
+			Version:        "1.2.3",
+			ServerVersion:  "memory 0",
+			Releases:       []string{"0.9", "1.0"},
+			ReleaseSetting: `server = "~/.cache/modulo/memory/<version>/memory"`,
+			Capabilities:   Capabilities{DRMs: []string{"ssr", "slr"}, PortsPerReplica: 2},
 		}
 		if !reflect.DeepEqual(info, wantInfo) {
 			t.Errorf("Info = %+v, want %+v", info, wantInfo)

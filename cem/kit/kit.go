@@ -83,6 +83,9 @@ type About struct {
 	// Services are processes of the cluster's own that the kit runs beside the replicas and
 	// never fails (ServiceSpec, Servicer): a coordinator or configuration store.
 	Services []ServiceSpec
+	// Releases says where scripts/setup builds the server's releases in modulo's cache, for
+	// Info (modulo plugins) to list those built.
+	Releases Releases
 	// Version is the plugin's version; empty means modulo's and the first 12 hex digits of the
 	// plugin binary's SHA-256 ("0.1.0+3f2a9c01b7de"): a rebuilt plugin is a new version.
 	Version string

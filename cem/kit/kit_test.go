@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -230,6 +231,47 @@ func TestInfo(t *testing.T) {
 	if info.Name != "etcd" || info.ServerVersion != "1.0" || info.Version == "" ||
 		len(info.Capabilities.DRMs) != 1 || info.Capabilities.PortsPerReplica != 2 {
 		t.Errorf("Info = %+v", info)
+	}
+}
+
+// TestInfoReleases: Info lists the releases of the system's server in modulo's cache, oldest
+// first by their numbers, with the table's line that runs one, the home directory written "~";
+// a file that is not a release's is left out, and a cache without releases lists none.
+func TestInfoReleases(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	about := etcdAbout
+	about.Releases = kit.Releases{Path: "etcd/<version>/etcd", Key: "server"}
+	for _, tt := range []struct {
+		name    string
+		files   []string
+		want    []string
+		setting string
+	}{
+		{"built", []string{"etcd/3.5.21/etcd", "etcd/3.10.0/etcd", "etcd/3.5.9/etcd", "etcd/3.6.0-rc.1/etcd", "etcd/notes/readme"},
+			[]string{"3.5.9", "3.5.21", "3.6.0-rc.1", "3.10.0"}, `server = "~/cache/etcd/<version>/etcd"`},
+		{"none built", []string{"redis/4.0.0/redis-server"}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := filepath.Join(home, "cache")
+			t.Cleanup(func() { os.RemoveAll(cache) })
+			t.Setenv("MODULO_CACHE", cache)
+			for _, f := range tt.files {
+				if err := os.MkdirAll(filepath.Join(cache, filepath.Dir(f)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(cache, f), nil, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			info, err := kit.New(about, &quorumConfigSystem{}).Info(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(info.Releases, tt.want) || info.ReleaseSetting != tt.setting {
+				t.Errorf("releases %q, setting %q; want %q, %q", info.Releases, info.ReleaseSetting, tt.want, tt.setting)
+			}
+		})
 	}
 }
 

@@ -257,10 +257,16 @@ func (p *Plugin) Info(ctx context.Context, config []byte) (cem.Info, error) {
 	if version == "" {
 		version = build.Version + "+" + exeDigest()
 	}
+	releases, setting, err := p.about.Releases.found()
+	if err != nil {
+		return cem.Info{}, fmt.Errorf("%s: %w", p.about.Name, err)
+	}
 	return cem.Info{
-		Name:          p.about.Name,
-		Version:       version,
-		ServerVersion: v,
+		Name:           p.about.Name,
+		Version:        version,
+		ServerVersion:  v,
+		Releases:       releases,
+		ReleaseSetting: setting,
 		Capabilities: cem.Capabilities{
 			DRMs:            p.drmNames(),
 			Declared:        slices.Clone(p.about.Declare),

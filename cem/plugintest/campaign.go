@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -116,13 +117,9 @@ func CheckPowerLoss(t *testing.T, recs []results.Record, lose bool) {
 // user's cache directory's modulo); t fails when it is not built.
 func CachedServer(t testing.TB, rel string) string {
 	t.Helper()
-	cache := os.Getenv("MODULO_CACHE")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cache = filepath.Join(base, "modulo")
+	cache, err := kit.CacheDir()
+	if err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join(cache, rel)
 	if _, err := os.Stat(path); err != nil {

@@ -122,8 +122,12 @@ type Info struct {
 	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
 	ServerVersion string                 `protobuf:"bytes,3,opt,name=server_version,json=serverVersion,proto3" json:"server_version,omitempty"`
 	Capabilities  *Capabilities          `protobuf:"bytes,4,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The server releases built into modulo's cache that the plugin can run, and the plugin
+	// table's line that runs one (cem.Info).
+	Releases       []string `protobuf:"bytes,5,rep,name=releases,proto3" json:"releases,omitempty"`
+	ReleaseSetting string   `protobuf:"bytes,6,opt,name=release_setting,json=releaseSetting,proto3" json:"release_setting,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Info) Reset() {
@@ -182,6 +186,20 @@ func (x *Info) GetCapabilities() *Capabilities {
 		return x.Capabilities
 	}
 	return nil
+}
+
+func (x *Info) GetReleases() []string {
+	if x != nil {
+		return x.Releases
+	}
+	return nil
+}
+
+func (x *Info) GetReleaseSetting() string {
+	if x != nil {
+		return x.ReleaseSetting
+	}
+	return ""
 }
 
 type Capabilities struct {
@@ -1688,12 +1706,14 @@ const file_cem_proto_rawDesc = "" +
 	"\vInfoRequest\x12\x16\n" +
 	"\x06config\x18\x01 \x01(\fR\x06config\"4\n" +
 	"\fInfoResponse\x12$\n" +
-	"\x04info\x18\x01 \x01(\v2\x10.modulo.cem.InfoR\x04info\"\x99\x01\n" +
+	"\x04info\x18\x01 \x01(\v2\x10.modulo.cem.InfoR\x04info\"\xde\x01\n" +
 	"\x04Info\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
 	"\x0eserver_version\x18\x03 \x01(\tR\rserverVersion\x12<\n" +
-	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\"\xf4\x01\n" +
+	"\fcapabilities\x18\x04 \x01(\v2\x18.modulo.cem.CapabilitiesR\fcapabilities\x12\x1a\n" +
+	"\breleases\x18\x05 \x03(\tR\breleases\x12'\n" +
+	"\x0frelease_setting\x18\x06 \x01(\tR\x0ereleaseSetting\"\xf4\x01\n" +
 	"\fCapabilities\x12\x12\n" +
 	"\x04drms\x18\x01 \x03(\tR\x04drms\x12*\n" +
 	"\x11ports_per_replica\x18\x02 \x01(\x03R\x0fportsPerReplica\x12\x18\n" +

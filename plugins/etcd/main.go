@@ -22,7 +22,7 @@ import (
 	"github.com/modulo-testing/modulo/cem/kit"
 )
 
-var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne", "qcne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}}
+var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne", "qcne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}, Releases: kit.Releases{Path: "etcd/<version>/etcd", Key: "server"}}
 
 func main() { kit.Serve(about, &system{}) }
 

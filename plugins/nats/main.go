@@ -48,7 +48,8 @@ var about = kit.About{
 	PortsPerReplica: 3,
 	// nats-server's own client, route and monitoring ports, where each replica has an address
 	// of its own (network = "namespaces", Q/N/N).
-	Ports: []int{4222, 6222, 8222},
+	Ports:    []int{4222, 6222, 8222},
+	Releases: kit.Releases{Path: "nats-server/<version>/nats-server", Key: "server"},
 }
 
 func main() { kit.Serve(about, &system{}) }

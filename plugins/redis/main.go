@@ -27,6 +27,7 @@ var about = kit.About{
 	}},
 	PortsPerReplica: 1,
 	Ports:           []int{6379},
+	Releases:        kit.Releases{Path: "redis/<version>/redis-server", Key: "server"},
 }
 
 func main() { kit.Serve(about, &system{}) }

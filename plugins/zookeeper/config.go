@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/modulo-testing/modulo/cem/kit"
 )
@@ -25,8 +23,8 @@ type Config struct {
 	// ClassDataSharing makes one AppCDS archive of the classes a replica loads (once per java
 	// binary, jar set and JVMFlags) and starts every replica with it.
 	ClassDataSharing *bool `toml:"class_data_sharing"`
-	// CacheDir holds the AppCDS archives; empty means "modulo" in the user's cache directory
-	// ($XDG_CACHE_HOME or ~/.cache).
+	// CacheDir holds the AppCDS archives; empty means modulo's cache ($MODULO_CACHE, else
+	// "modulo" in $XDG_CACHE_HOME or ~/.cache).
 	CacheDir string `toml:"cache_dir"`
 
 	// TickTimeMS is zoo.cfg's tickTime in milliseconds: the unit of the limits below, of the
@@ -221,11 +219,11 @@ func (c *Config) cacheDir() (string, error) {
 	if c.CacheDir != "" {
 		return c.CacheDir, nil
 	}
-	base, err := os.UserCacheDir()
+	dir, err := kit.CacheDir()
 	if err != nil {
 		return "", fmt.Errorf("no cache directory for the AppCDS archive (set cache_dir): %w", err)
 	}
-	return filepath.Join(base, "modulo"), nil
+	return dir, nil
 }
 
 // jarDir is JarDir with a leading ~ read as the user's home directory, as a shell would: the

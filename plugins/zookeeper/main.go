@@ -23,7 +23,8 @@ import (
 // about: each replica has a client, a quorum (follower to leader) and an election port.
 // ZooKeeper's own ports, where each replica has an address of its own (network =
 // "namespaces").
-var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz", "qpz", "qnz", "qcnz"}, PortsPerReplica: 3, Ports: []int{2181, 2888, 3888}}
+var about = kit.About{Name: "zookeeper", DRMs: []string{"qcz", "qpz", "qnz", "qcnz"}, PortsPerReplica: 3, Ports: []int{2181, 2888, 3888},
+	Releases: kit.Releases{Path: "zookeeper/<version>", Key: "jar_dir"}}
 
 func main() { kit.Serve(about, &system{}) }
 

@@ -32,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modulo-testing/modulo/cem/kit"
 	"github.com/modulo-testing/modulo/oracle"
 	"github.com/modulo-testing/modulo/results"
 )
@@ -114,7 +115,7 @@ func run(o options) error {
 	if err := os.MkdirAll(o.work, 0o755); err != nil {
 		return err
 	}
-	cache, err := cacheDir()
+	cache, err := kit.CacheDir()
 	if err != nil {
 		return err
 	}
@@ -171,18 +172,6 @@ func (c campaign) builds(o options, cache string) ([]build, error) {
 		return bs, nil
 	}
 	return nil, fmt.Errorf("row %s: no system %q", c.bug, c.system)
-}
-
-// cacheDir is where scripts/build-redis puts its builds.
-func cacheDir() (string, error) {
-	if d := os.Getenv("MODULO_CACHE"); d != "" {
-		return d, nil
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(base, "modulo"), nil
 }
 
 // scheduleFile generates c's schedules, or the sample or prefix of them it runs, and returns

@@ -86,10 +86,12 @@ func (m *memory) Info(_ context.Context, config []byte) (cem.Info, error) {
 		return cem.Info{}, errors.New(msg)
 	}
 	return cem.Info{
-		Name:          "testplugin",
-		Version:       "1.2.3",
-		ServerVersion: "memory 0",
-		Capabilities:  cem.Capabilities{DRMs: []string{"ssr", "slr"}, PortsPerReplica: 2},
+		Name:           "testplugin",
+		Version:        "1.2.3",
+		ServerVersion:  "memory 0",
+		Releases:       []string{"0.9", "1.0"},
+		ReleaseSetting: `server = "~/.cache/modulo/memory/<version>/memory"`,
+		Capabilities:   cem.Capabilities{DRMs: []string{"ssr", "slr"}, PortsPerReplica: 2},
 	}, nil
 }
 

@@ -33,7 +33,9 @@ func NewCmd(out io.Writer, runF func(*Options) error) *cobra.Command {
 to modulo, then on $PATH; the first of each name is the one that runs), each with its version,
 the version of the server it drives (with its default configuration), the DRMs it realises and
 the failure kinds it can give them here (crash, power-loss, partition, pause; a kind this host
-cannot give is listed after the table with why).
+cannot give is listed after the table with why). After the table: the other releases of each
+server that scripts/setup built into modulo's cache ($MODULO_CACHE, else ~/.cache/modulo), and
+the line of the plugin's table (modulo run --config) that runs one.
 
 A quorum DRM's failures take more kinds when its name adds them: qcz+pause is Q/C/Z with each
 failing replica crashed or paused, qne+crash etc. ('modulo gen --drm qcz+pause', docs/aem.md).
@@ -72,7 +74,7 @@ func Run(opts *Options) error {
 	}
 	tw := tabwriter.NewWriter(opts.Out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tVERSION\tSERVER\tDRMS\tFAILURES\tPATH")
-	var cannot []string
+	var cannot, releases []string
 	for _, f := range found {
 		if f.Err != nil {
 			fmt.Fprintf(tw, "%s\t-\t-\t(see problems)\t-\t%s\n", strings.TrimPrefix(filepath.Base(f.Path), cem.PluginPrefix), f.Path)
@@ -89,11 +91,22 @@ func Run(opts *Options) error {
 		if len(kinds) == 0 {
 			kinds = []string{"-"}
 		}
+		if len(f.Info.Releases) > 0 {
+			releases = append(releases, fmt.Sprintf("  %s: %s\t%s", f.Info.Name, strings.Join(f.Info.Releases, ", "), f.Info.ReleaseSetting))
+		}
 		server := f.Info.ServerVersion
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", f.Info.Name, f.Info.Version, server, strings.Join(f.Info.Capabilities.DRMs, ", "), strings.Join(kinds, ", "), f.Path)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(releases) > 0 {
+		fmt.Fprintln(opts.Out, "\nreleases built in modulo's cache (scripts/setup), each run by its line in the plugin's table:")
+		rw := tabwriter.NewWriter(opts.Out, 0, 8, 3, ' ', 0)
+		fmt.Fprintln(rw, strings.Join(releases, "\n"))
+		if err := rw.Flush(); err != nil {
+			return err
+		}
 	}
 	if len(cannot) > 0 {
 		fmt.Fprintf(opts.Out, "\nfailure kinds this host cannot give:\n%s\n", strings.Join(cannot, "\n"))

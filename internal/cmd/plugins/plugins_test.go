@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ import (
 
 // TestPluginOutsideTheRepository: a plugin built in a module of its own, which imports only
 // the kit, declares a DRM (here etcd's plugin, renamed, with a DRM Q/C/X); dropped into a
-// directory, modulo lists it, generates its DRM's schedules and runs a campaign on it, with no
-// file of modulo changed.
+// directory, modulo lists it with the releases of its server in modulo's cache, generates its
+// DRM's schedules and runs a campaign on it, with no file of modulo changed.
 func TestPluginOutsideTheRepository(t *testing.T) {
 	plugintest.Servers(t) // builds a plugin module and runs etcd clusters
 	if _, err := exec.LookPath("etcd"); err != nil {
@@ -30,7 +31,7 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne", "qcne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}}`
+	const about = `var about = kit.About{Name: "etcd", DRMs: []string{"qce", "qpe", "qne", "qcne"}, PortsPerReplica: 2, Ports: []int{2379, 2380}, Releases: kit.Releases{Path: "etcd/<version>/etcd", Key: "server"}}`
 	if !bytes.Contains(src, []byte(about)) {
 		t.Fatalf("plugins/etcd/main.go no longer has %s", about)
 	}
@@ -38,6 +39,7 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 	Name:            "etcdx",
 	Declare:         []kit.DRM{{Name: "qcx", Title: "Q/C/X", Rules: "quorum", System: "etcd", Summary: "etcd, from outside", Ops: 1, Replicas: 3}},
 	PortsPerReplica: 2,
+	Releases:        kit.Releases{Path: "etcd/<version>/etcd", Key: "server"},
 }`), 1)
 	mod := t.TempDir()
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
@@ -83,9 +85,20 @@ func TestPluginOutsideTheRepository(t *testing.T) {
 		err := cmd.Execute()
 		return out.String() + errOut.String(), err
 	}
+	cache := t.TempDir()
+	t.Setenv("MODULO_CACHE", cache)
+	if err := os.MkdirAll(filepath.Join(cache, "etcd", "9.9.9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cache, "etcd", "9.9.9", "etcd"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, err := modulo("plugins")
 	if err != nil || !strings.Contains(out, "etcdx") || !strings.Contains(out, "qcx (Q/C/X on etcd, quorum rules; defaults ops 1, replicas 3): etcd, from outside") {
 		t.Fatalf("modulo plugins: %v\n%s", err, out)
+	}
+	if want := regexp.MustCompile(`(?m)^  etcdx: 9\.9\.9 +server = "` + regexp.QuoteMeta(cache) + `/etcd/<version>/etcd"$`); !want.MatchString(out) {
+		t.Errorf("modulo plugins lists no release 9.9.9 of etcdx's server in the cache, as %s:\n%s", want, out)
 	}
 	work := t.TempDir()
 	file := filepath.Join(work, "qcx.sched")
