@@ -7,8 +7,8 @@ import (
 )
 
 // TestByHand runs the hand reproductions of testdata, MariaDB's own programs and the mariadb
-// client with no modulo: each exits 1 when it shows its failure, and prints the line that
-// names it.
+// client with no modulo (each sources testdata/servers.sh): each exits 1 when it shows its
+// failure, and prints the line that names it.
 func TestByHand(t *testing.T) {
 	plugintest.Servers(t)
 	for _, tt := range []struct {

@@ -9,37 +9,8 @@
 # exits 1 when c stays without the row while both its replication threads run; exits 0 when it
 # gets the row, 2 when the reproduction itself failed. Every server is killed and every file
 # removed on exit.
-set -Eeuo pipefail
-base=${BASE_PORT:-33311}
-dir=$(mktemp -d "${TMPDIR:-/tmp}/copy-serves-nothing.XXXXXX")
-declare -A pid
-cleanup() {
-  for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-trap 'echo "reproduction failed: line $LINENO: $BASH_COMMAND" >&2; exit 2' ERR
-user=(); [ "$(id -u)" = 0 ] && user=(--user=root)
-printf 'CREATE DATABASE modulo;\nCREATE TABLE modulo.kv (k VARCHAR(64) PRIMARY KEY, v TEXT NOT NULL);\n' > "$dir/init.sql"
-mkdir "$dir/tmp"
-mariadb-install-db --no-defaults --datadir="$dir/template" --tmpdir="$dir/tmp" "${user[@]}" \
-  --auth-root-authentication-method=normal --skip-test-db --extra-file="$dir/init.sql" >/dev/null
-for s in a b c; do cp -a "$dir/template" "$dir/$s"; done
-port() { case $1 in a) echo "$base" ;; b) echo $((base + 1)) ;; c) echo $((base + 2)) ;; esac; }
-start() { # name server_id
-  mariadbd --no-defaults --datadir="$dir/$1" --tmpdir="$dir/tmp" --port="$(port "$1")" --bind-address=127.0.0.1 \
-    --socket=mysqld.sock --server-id="$2" --log-bin=mariadb-bin --log-slave-updates --gtid-strict-mode=ON \
-    --skip-slave-start "${user[@]}" >>"$dir/$1.log" 2>&1 &
-  pid[$1]=$!
-  local tries=0
-  until mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -e 'SELECT 1' >/dev/null 2>&1; do
-    ((tries++ < 600)) || { echo "reproduction failed: server $1 did not answer within a minute" >&2; exit 2; }
-    sleep 0.1
-  done
-}
-q() { mariadb -h127.0.0.1 -P"$(port "$1")" -uroot -NB -e "$2"; }
+base=33311 name=copy-serves-nothing
+source "$(dirname "$0")/servers.sh"
 start a 1; start b 2; start c 3
 q a "REPLACE INTO modulo.kv VALUES ('k1.1', 'w1')"
 mariadb-dump -h127.0.0.1 -P"$(port a)" -uroot --single-transaction --gtid --master-data=1 --databases modulo >"$dir/dump.sql"
