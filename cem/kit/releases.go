@@ -48,9 +48,14 @@ func (r Releases) found() (versions []string, setting string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("releases at %s: %w", pattern, err)
 	}
-	at := slices.Index(strings.Split(filepath.Clean(pattern), string(filepath.Separator)), "*")
+	// A release's version is the part of its path, under the cache, where Path has the mark.
+	at := slices.Index(strings.Split(filepath.ToSlash(filepath.Clean(r.Path)), "/"), versionMark)
 	for _, m := range matches {
-		versions = append(versions, strings.Split(m, string(filepath.Separator))[at])
+		rel, err := filepath.Rel(cache, m)
+		if err != nil {
+			return nil, "", fmt.Errorf("releases at %s: %w", pattern, err)
+		}
+		versions = append(versions, strings.Split(filepath.ToSlash(rel), "/")[at])
 	}
 	if len(versions) == 0 {
 		return nil, "", nil
