@@ -20,7 +20,7 @@ import (
 
 // ProtocolVersion is the version of the plugin protocol. It changes whenever a message or a
 // method changes meaning; the go-plugin handshake refuses a plugin built for another version.
-const ProtocolVersion = 4
+const ProtocolVersion = 5
 
 // Capabilities say what a plugin can do.
 type Capabilities struct {
@@ -233,11 +233,12 @@ type CEM interface {
 	Info(ctx context.Context, config []byte) (Info, error)
 	// Start starts a fresh cluster as spec says and waits until it is ready for the first step.
 	// When it does not become ready before the step timeout, it returns a *NotReachedError
-	// with Step -1.
+	// with Step -1; when the plugin cannot give what the spec asks, an *UnrealisableError.
 	Start(ctx context.Context, spec ClusterSpec) error
 	// Apply realises one transition and waits until the cluster has reached the state it
 	// describes. When that state is not reached before the step timeout, it returns a
-	// *NotReachedError.
+	// *NotReachedError; when the plugin cannot make the system do what the step asks, an
+	// *UnrealisableError. Either comes with the actions taken before it.
 	Apply(ctx context.Context, step Step) (StepReport, error)
 	// Read returns every replica's data.
 	Read(ctx context.Context) (Snapshot, error)
@@ -295,6 +296,28 @@ func (e *NotReachedError) Error() string {
 func IsNotReached(err error) bool {
 	var nr *NotReachedError
 	return errors.As(err, &nr)
+}
+
+// UnrealisableError says that the plugin cannot make its system do what a step asks: the
+// schedule is one the model allows and this realisation cannot give (a Galera write that the
+// model has reach two nodes of five without a quorum). It is neither the system's failure nor
+// the harness's; the run records the schedule as unrealisable, with the reason.
+type UnrealisableError struct {
+	Step   int // 0-based; -1 for the start of the cluster
+	Reason string
+}
+
+func (e *UnrealisableError) Error() string {
+	if e.Step < 0 {
+		return "start: cannot be realised: " + e.Reason
+	}
+	return fmt.Sprintf("step %d: cannot be realised: %s", e.Step+1, e.Reason)
+}
+
+// IsUnrealisable reports whether err says a step cannot be realised.
+func IsUnrealisable(err error) bool {
+	var ue *UnrealisableError
+	return errors.As(err, &ue)
 }
 
 // DefaultStepTimeout bounds each wait of a step when the configuration gives no step_timeout:

@@ -93,19 +93,25 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 	if errors.As(err, &nr) {
 		return &pb.StartResponse{NotReached: &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}}, nil
 	}
+	var ue *UnrealisableError
+	if errors.As(err, &ue) {
+		return &pb.StartResponse{Unrealisable: &pb.Unrealisable{Step: int64(ue.Step), Reason: ue.Reason}}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &pb.StartResponse{}, nil
 }
 
-// Apply sends a *NotReachedError back in the reply, with the actions taken before it, so that
-// the host gets the error's fields back; any other error becomes a gRPC status.
+// Apply sends a *NotReachedError or an *UnrealisableError back in the reply, with the actions
+// taken before it, so that the host gets the error's fields back; any other error becomes a
+// gRPC status.
 func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
 	step := req.GetStep()
 	report, err := s.impl.Apply(ctx, Step{Index: int(step.GetIndex()), Transition: step.GetTransition()})
 	var nr *NotReachedError
-	if err != nil && !errors.As(err, &nr) {
+	var ue *UnrealisableError
+	if err != nil && !errors.As(err, &nr) && !errors.As(err, &ue) {
 		return nil, err
 	}
 	resp := &pb.ApplyResponse{Report: &pb.StepReport{Actions: actionsPB(report.Actions)}}
@@ -121,6 +127,9 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 	}
 	if nr != nil {
 		resp.NotReached = &pb.NotReached{Step: int64(nr.Step), Awaited: nr.Awaited}
+	}
+	if ue != nil {
+		resp.Unrealisable = &pb.Unrealisable{Step: int64(ue.Step), Reason: ue.Reason}
 	}
 	return resp, nil
 }
@@ -279,10 +288,14 @@ func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
 	if nr := resp.GetNotReached(); nr != nil {
 		return &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}
 	}
+	if ue := resp.GetUnrealisable(); ue != nil {
+		return &UnrealisableError{Step: int(ue.GetStep()), Reason: ue.GetReason()}
+	}
 	return nil
 }
 
-// Apply returns the plugin's *NotReachedError as one, together with the actions taken before it.
+// Apply returns the plugin's *NotReachedError or *UnrealisableError as one, together with the
+// actions taken before it.
 func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	resp, err := c.client.Apply(ctx, &pb.ApplyRequest{Step: &pb.Step{
 		Index:      int64(step.Index),
@@ -304,6 +317,9 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	}
 	if nr := resp.GetNotReached(); nr != nil {
 		return report, &NotReachedError{Step: int(nr.GetStep()), Awaited: nr.GetAwaited()}
+	}
+	if ue := resp.GetUnrealisable(); ue != nil {
+		return report, &UnrealisableError{Step: int(ue.GetStep()), Reason: ue.GetReason()}
 	}
 	return report, nil
 }

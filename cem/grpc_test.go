@@ -179,6 +179,43 @@ func TestProtocol(t *testing.T) {
 		}
 	})
 
+	t.Run("unrealisable", func(t *testing.T) {
+		c, _ := launchTest(t, bin)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		report, err := c.Apply(ctx, Step{Index: 3, Transition: "unrealisable write k4.1 reaches two nodes"})
+		ue, ok := err.(*UnrealisableError)
+		if !ok {
+			t.Fatalf("Apply error %v (%T), want an *UnrealisableError", err, err)
+		}
+		if want := (UnrealisableError{Step: 3, Reason: "write k4.1 reaches two nodes"}); *ue != want {
+			t.Errorf("error = %+v, want %+v", *ue, want)
+		}
+		if !IsUnrealisable(err) || IsNotReached(err) {
+			t.Errorf("IsUnrealisable %v, IsNotReached %v: want true, false", IsUnrealisable(err), IsNotReached(err))
+		}
+		if got, want := err.Error(), "step 4: cannot be realised: write k4.1 reaches two nodes"; got != want {
+			t.Errorf("Error() = %q, want %q", got, want)
+		}
+		if wantReport := (StepReport{Actions: []Action{{Replica: 1, What: "tried"}}}); !reflect.DeepEqual(report, wantReport) {
+			t.Errorf("report = %+v, want %+v", report, wantReport)
+		}
+	})
+
+	t.Run("start unrealisable", func(t *testing.T) {
+		c, _ := launchTest(t, bin)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err := c.Start(ctx, ClusterSpec{Replicas: 1, Dir: t.TempDir(), Config: []byte("cannot = seven replicas")})
+		ue, ok := err.(*UnrealisableError)
+		if !ok {
+			t.Fatalf("Start error %v (%T), want an *UnrealisableError", err, err)
+		}
+		if want := (UnrealisableError{Step: -1, Reason: "seven replicas"}); *ue != want {
+			t.Errorf("error = %+v, want %+v", *ue, want)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		t.Setenv("TESTPLUGIN_INFO_ERROR", "server binary /nope/redis-server: no such file")
 		c, _ := launchTest(t, bin)

@@ -215,10 +215,11 @@ func (s Summary) Schedules() int { return s.Tally.Total() }
 // Ran is how many schedules this run ran.
 func (s Summary) Ran() int { return s.Schedules() - s.Skipped }
 
-// String is the summary line: "schedules: N, pass: N, fail: N, incomplete: N, error: N".
+// String is the summary line: "schedules: N, pass: N, fail: N, incomplete: N, error: N", and
+// ", unrealisable: N" when there are any.
 func (s Summary) String() string {
 	return fmt.Sprintf("schedules: %d, pass: %d, fail: %d, incomplete: %d, error: %d",
-		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error)
+		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error) + s.UnrealisableSuffix(": ")
 }
 
 // Run runs the campaign's schedules and records each verdict in c.Store, skipping schedules it
@@ -624,6 +625,12 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		o.detail = "start: not reached before the deadline: " + nr.Awaited
 		return o
 	}
+	var ue *cem.UnrealisableError
+	if errors.As(err, &ue) {
+		o.verdict = oracle.Unrealisable
+		o.detail = "start: cannot be realised: " + ue.Reason
+		return o
+	}
 	if err != nil && start.Steps > 0 {
 		// What is wrong with one saved cluster may be wrong with all: start afresh from now on.
 		err = errors.Join(err, w.evict(w.sharer.Drop()))
@@ -656,6 +663,11 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		if errors.As(err, &nr) {
 			o.verdict = oracle.Incomplete
 			o.detail = fmt.Sprintf("step %d %s: not reached before the deadline: %s", i+1, text, nr.Awaited)
+			return o
+		}
+		if errors.As(err, &ue) {
+			o.verdict = oracle.Unrealisable
+			o.detail = fmt.Sprintf("step %d %s: cannot be realised: %s", i+1, text, ue.Reason)
 			return o
 		}
 		if err != nil {

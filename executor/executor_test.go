@@ -103,7 +103,7 @@ func TestRunVerdicts(t *testing.T) {
 		verdict oracle.Verdict
 		detail  string // substring
 	}
-	// Schedules 0, 6 and 7 and the last pass; the others do what their behaviour says.
+	// Schedules 0 and 7 and the last pass; the others do what their behaviour says.
 	cases := map[int]struct {
 		b behaviour
 		want
@@ -113,6 +113,7 @@ func TestRunVerdicts(t *testing.T) {
 		3: {behaviour{notReached: 2}, want{oracle.Incomplete, "step 2 " + all[3].Steps[1].String() + ": not reached before the deadline: replica 2 in sync with replica 0"}},
 		4: {behaviour{crashAt: 1}, want{oracle.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
 		5: {behaviour{hangAt: 2}, want{oracle.Error, "the plugin did not answer within 2s"}},
+		6: {behaviour{unrealisableAt: 1}, want{oracle.Unrealisable, "step 1 " + all[6].Steps[0].String() + ": cannot be realised: write key:1 reaches two nodes without a quorum"}},
 		8: {behaviour{startErr: "redis-server: no such file"}, want{oracle.Error, "start: redis-server: no such file"}},
 		9: {behaviour{unready: true}, want{oracle.Incomplete, "start: not reached before the deadline: a leader"}},
 	}
@@ -131,14 +132,14 @@ func TestRunVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys.check()
-	wantSum := executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 3, Fail: 2, Incomplete: 2, Error: 3}}
+	wantSum := executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 2, Fail: 2, Incomplete: 2, Error: 3, Unrealisable: 1}}
 	if sum.Work.Schedules != 10 || sum.Work.Starts != 10 || sum.Work.Restores != 0 {
 		t.Errorf("work = %+v, want 10 schedules, each with a cluster started (the plugin does not restore)", sum.Work)
 	}
 	if sum = countsOf(sum); sum != wantSum {
 		t.Errorf("summary = %+v, want %+v", sum, wantSum)
 	}
-	if got := sum.String(); got != "schedules: 10, pass: 3, fail: 2, incomplete: 2, error: 3" {
+	if got := sum.String(); got != "schedules: 10, pass: 2, fail: 2, incomplete: 2, error: 3, unrealisable: 1" {
 		t.Errorf("summary line = %q", got)
 	}
 	if len(progress) != 10 || countsOf(progress[9]) != wantSum {
@@ -476,33 +477,33 @@ func TestRunChecks(t *testing.T) {
 }
 
 // TestRunRetry: a campaign resumed with Retry runs again the schedules of those verdicts and
-// appends their new records; the others stay skipped.
+// appends their new records; the others stay skipped, an unrealisable one too (not an error).
 func TestRunRetry(t *testing.T) {
 	h, all := readSchedules(t)
 	dir := t.TempDir()
 	st := openStore(t, dir, h)
-	verdicts := []oracle.Verdict{oracle.Incomplete, oracle.Fail, oracle.Pass}
+	verdicts := []oracle.Verdict{oracle.Incomplete, oracle.Fail, oracle.Pass, oracle.Unrealisable}
 	for i, v := range verdicts {
 		if err := st.Append(results.Record{ID: all[i].ID, DRM: "ssr", Verdict: v, Plugin: "fake", PluginVersion: "1.0", ServerVersion: "sleep 1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sys := newFakeSystem(t, 10)
-	c := campaign(t, sys, st, h, all[:3], 1)
+	c := campaign(t, sys, st, h, all[:4], 1)
 	c.Retry = []oracle.Verdict{oracle.Incomplete}
 	sum, err := executor.Run(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sys.check()
-	if sum.Skipped != 2 || sum.Ran() != 1 || sys.callsOf(all[0].ID) == "" || sys.callsOf(all[1].ID) != "" {
-		t.Errorf("summary %+v; calls for the incomplete one: %q, for the fail: %q", sum, sys.callsOf(all[0].ID), sys.callsOf(all[1].ID))
+	if sum.Skipped != 3 || sum.Ran() != 1 || sys.callsOf(all[0].ID) == "" || sys.callsOf(all[1].ID) != "" || sys.callsOf(all[3].ID) != "" {
+		t.Errorf("summary %+v; calls for the incomplete one: %q, for the fail: %q, for the unrealisable: %q", sum, sys.callsOf(all[0].ID), sys.callsOf(all[1].ID), sys.callsOf(all[3].ID))
 	}
 	recs, err := results.ReadRecords(filepath.Join(dir, results.RecordsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(recs) != 4 || recs[0].Verdict != oracle.Incomplete || recs[3].ID != all[0].ID || recs[3].Verdict != oracle.Pass {
+	if len(recs) != 5 || recs[0].Verdict != oracle.Incomplete || recs[4].ID != all[0].ID || recs[4].Verdict != oracle.Pass {
 		t.Errorf("records %+v: want the three old ones, then the rerun's pass", recs)
 	}
 }

@@ -31,9 +31,11 @@ type behaviour struct {
 	diverge    bool   // replica 1 loses a key before Read
 	unreadable bool   // replica 2 cannot be read
 	notReached int    // this step's state is not reached
-	crashAt    int    // the plugin dies during this step, leaving its server running
-	hangAt     int    // the plugin never answers this step
-	blockAt    int    // this step blocks until its call is cancelled, after telling blocked
+	// unrealisableAt: the plugin cannot realise this step
+	unrealisableAt int
+	crashAt        int // the plugin dies during this step, leaving its server running
+	hangAt         int // the plugin never answers this step
+	blockAt        int // this step blocks until its call is cancelled, after telling blocked
 	// healAt: replica 1 misses key:1 when read before this step has been applied
 	healAt int
 	// lose: every step reports its write as acknowledged, and every replica holds another
@@ -275,6 +277,8 @@ func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, 
 	switch n {
 	case p.b.notReached:
 		return report, &cem.NotReachedError{Step: step.Index, Awaited: "replica 2 in sync with replica 0"}
+	case p.b.unrealisableAt:
+		return report, &cem.UnrealisableError{Step: step.Index, Reason: "write key:1 reaches two nodes without a quorum"}
 	case p.b.crashAt:
 		p.exited = true // the server stays: the executor must sweep it
 		return cem.StepReport{}, errors.New("plugin Apply: lost the connection to the plugin (did it exit?): EOF")

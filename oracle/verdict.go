@@ -12,7 +12,7 @@ import (
 // Verdict is what a schedule's run concluded.
 type Verdict string
 
-// The four verdicts.
+// The verdicts.
 const (
 	// Pass: every replica holds the same data.
 	Pass Verdict = "pass"
@@ -22,15 +22,19 @@ const (
 	Incomplete Verdict = "incomplete"
 	// Error: a fault of the harness, such as a dead plugin or a busy port.
 	Error Verdict = "error"
+	// Unrealisable: the plugin cannot make its system do what a step asks, a schedule the
+	// model allows and this realisation cannot give; neither the system's failure nor the
+	// harness's, and never retried as an error.
+	Unrealisable Verdict = "unrealisable"
 )
 
-// Verdicts lists the four verdicts, the most telling first.
-var Verdicts = []Verdict{Fail, Pass, Incomplete, Error}
+// Verdicts lists the verdicts, the most telling first.
+var Verdicts = []Verdict{Fail, Pass, Incomplete, Error, Unrealisable}
 
 // Tally counts verdicts.
-type Tally struct{ Pass, Fail, Incomplete, Error int }
+type Tally struct{ Pass, Fail, Incomplete, Error, Unrealisable int }
 
-// Add counts one verdict; anything that is not pass, fail or incomplete counts as an error.
+// Add counts one verdict; anything that is not one of the others counts as an error.
 func (t *Tally) Add(v Verdict) {
 	switch v {
 	case Pass:
@@ -39,6 +43,8 @@ func (t *Tally) Add(v Verdict) {
 		t.Fail++
 	case Incomplete:
 		t.Incomplete++
+	case Unrealisable:
+		t.Unrealisable++
 	default:
 		t.Error++
 	}
@@ -53,12 +59,24 @@ func (t Tally) Of(v Verdict) int {
 		return t.Fail
 	case Incomplete:
 		return t.Incomplete
+	case Unrealisable:
+		return t.Unrealisable
 	}
 	return t.Error
 }
 
 // Total is how many verdicts were counted.
-func (t Tally) Total() int { return t.Pass + t.Fail + t.Incomplete + t.Error }
+func (t Tally) Total() int { return t.Pass + t.Fail + t.Incomplete + t.Error + t.Unrealisable }
+
+// UnrealisableSuffix is what a line that counts pass, fail, incomplete and error adds for the
+// unrealisable schedules: ", unrealisable N" (sep between the name and the count), or nothing
+// when there are none, as a realisation that gives every schedule has none.
+func (t Tally) UnrealisableSuffix(sep string) string {
+	if t.Unrealisable == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", unrealisable%s%d", sep, t.Unrealisable)
+}
 
 // String names the verdicts counted, the most telling first: "fail 2, pass 1", or "no verdict".
 func (t Tally) String() string {

@@ -246,6 +246,14 @@ var ErrRefused = errors.New("the system refuses the link")
 // in place of waiting out the step timeout.
 var ErrBroken = errors.New("replication is broken")
 
+// ErrUnrealisable is what a plugin's method wraps where it cannot make its system do what the
+// step asks: a schedule the model allows that this realisation cannot give (Galera holds a
+// write its primary component has not ordered on the one node that executes it, so a model's
+// write that reaches two nodes without a quorum cannot be made). The kit ends the schedule as
+// unrealisable, with the error's text as the reason: neither the system's failure nor an error.
+// Never return it for what the system refuses or gets wrong: that is the system's.
+var ErrUnrealisable = errors.New("unrealisable")
+
 // ErrNeedsStop is what Linker.Follow or Unfollow returns for a server that changes its source
 // only by a restart (PostgreSQL turns a primary into a standby by restarting it, and pg_rewind
 // needs the server stopped). The kit then stops the server (SIGKILL, as a crash, or the

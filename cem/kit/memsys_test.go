@@ -109,6 +109,10 @@ type memSystem struct {
 		// it does once the write is logged, and a refusal racing the failures would make the
 		// answer the machine's timing (TestMinorityAnswers failed so under load).
 		RefusesAlone bool `toml:"refuses_alone"`
+		// LogsOnLeader makes Logged refuse to say whether a write reached any replica but the
+		// leader it went through (kit.ErrUnrealisable), as Galera holds a write its primary
+		// component has not ordered on the node that executes it alone.
+		LogsOnLeader bool `toml:"logs_on_leader"`
 	}
 	// answered is when Write returned, by key and value, for RefusesAlone's Logged.
 	answered map[memEntryID]time.Time
@@ -650,6 +654,9 @@ func (s *memSystem) Logged(_ context.Context, r *kit.Replica, key, value string)
 	s.tick()
 	if at, ok := s.answered[memEntryID{key, value}]; s.cfg.RefusesAlone && (!ok || time.Since(at) < refuseGrace) {
 		return false, nil
+	}
+	if s.cfg.LogsOnLeader && r != s.leader {
+		return false, fmt.Errorf("write %s reaches %s, which is not the leader it went through: %w", key, r.Name, kit.ErrUnrealisable)
 	}
 	return slices.ContainsFunc(s.rep(r).log, func(e memEntry) bool { return e.key == key && e.value == value }), nil
 }
@@ -1297,9 +1304,15 @@ func startQCE(t *testing.T, config string) (cem.CEM, *memSystem, error) {
 // startQCEOps is startQCE for schedules of ops writes per divergence.
 func startQCEOps(t *testing.T, config string, ops int) (cem.CEM, *memSystem, error) {
 	t.Helper()
+	return startQCESized(t, config, ops, 3)
+}
+
+// startQCESized is startQCEOps on n replicas.
+func startQCESized(t *testing.T, config string, ops, n int) (cem.CEM, *memSystem, error) {
+	t.Helper()
 	sys := &memSystem{}
 	p := kit.New(memAbout("qce"), sys)
-	spec := cem.ClusterSpec{DRM: "qce", Ops: ops, Replicas: 3, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, 3),
+	spec := cem.ClusterSpec{DRM: "qce", Ops: ops, Replicas: n, Dir: t.TempDir(), BasePort: plugintest.ReservePorts(t, n),
 		ScheduleID: "0123456789abcdef", Config: []byte(config), StepTimeout: 2 * time.Second}
 	err := p.Start(context.Background(), spec)
 	t.Cleanup(func() { p.Teardown(context.Background()) })
@@ -1426,6 +1439,40 @@ func TestMinorityAnswers(t *testing.T) {
 				t.Errorf("judged after the convergence: %q (%s), want %q", got.Class, got.Line, tt.afterC)
 			}
 		})
+	}
+}
+
+// TestUnrealisable: a write that reaches two of five replicas without a quorum, on a system that
+// holds such a write on the leader alone (logs_on_leader, as Galera), cannot be realised: the
+// step ends with a *cem.UnrealisableError that gives the plugin's reason, where it was an
+// error, and later steps are refused. With three replicas every such write reaches the leader
+// alone, and the same system realises the schedule.
+func TestUnrealisable(t *testing.T) {
+	ctx := context.Background()
+	p, _, err := startQCESized(t, "logs_on_leader = true", 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,0,0,1,1]"})
+	var ue *cem.UnrealisableError
+	if !errors.As(err, &ue) {
+		t.Fatalf("D[0,0,0,1,1]: %v (%T), want an *UnrealisableError", err, err)
+	}
+	if ue.Step != 0 || !strings.Contains(ue.Reason, "write k1.1 reaches ") || !strings.HasSuffix(ue.Reason, "which is not the leader it went through") {
+		t.Errorf("error %+v: want step 0 and the plugin's reason, without the sentinel's word", *ue)
+	}
+	if _, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1,2]"}); err == nil || cem.IsUnrealisable(err) {
+		t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
+	}
+
+	p3, _, err := startQCE(t, "logs_on_leader = true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, step := range []string{"D[0,0,1]", "C[0,1]", "C[2]"} {
+		if _, err := p3.Apply(ctx, cem.Step{Index: i, Transition: step}); err != nil {
+			t.Fatalf("three replicas, %s: %v", step, err)
+		}
 	}
 }
 

@@ -955,8 +955,12 @@ func (p *Plugin) last(s *aem.State) bool { return len(p.model.Next(p.params, s, 
 // errorf names the plugin and the operation in err, unless err is a *cem.NotReachedError,
 // which names its step itself.
 func (p *Plugin) errorf(op string, err error) error {
-	if cem.IsNotReached(err) {
+	if cem.IsNotReached(err) || cem.IsUnrealisable(err) {
 		return err
+	}
+	if errors.Is(err, ErrUnrealisable) {
+		reason := strings.TrimSuffix(strings.TrimPrefix(err.Error(), ErrUnrealisable.Error()+": "), ": "+ErrUnrealisable.Error())
+		return &cem.UnrealisableError{Step: p.step, Reason: reason}
 	}
 	return fmt.Errorf("%s: %s: %w", p.about.Name, op, err)
 }

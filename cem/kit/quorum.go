@@ -260,8 +260,8 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 			continue
 		}
 		if e.logs == nil {
-			return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader",
-				key, len(receivers), len(p.conc), p.about.Name)
+			return fmt.Errorf("write %s reaches %d of %d replicas, which cannot commit it: to realise it, the %s plugin must implement kit.LogReader: %w",
+				key, len(receivers), len(p.conc), p.about.Name, ErrUnrealisable)
 		}
 		for _, a := range failing {
 			if err := e.fail(ctx, t, a, true); err != nil {

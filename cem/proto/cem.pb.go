@@ -568,7 +568,9 @@ func (x *ClusterSpec) GetStepTimeout() *durationpb.Duration {
 type StartResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Set when the cluster never became ready (a cem.NotReachedError with step -1).
-	NotReached    *NotReached `protobuf:"bytes,1,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
+	NotReached *NotReached `protobuf:"bytes,1,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
+	// Set when the plugin cannot give the cluster asked for (a cem.UnrealisableError).
+	Unrealisable  *Unrealisable `protobuf:"bytes,2,opt,name=unrealisable,proto3" json:"unrealisable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +608,13 @@ func (*StartResponse) Descriptor() ([]byte, []int) {
 func (x *StartResponse) GetNotReached() *NotReached {
 	if x != nil {
 		return x.NotReached
+	}
+	return nil
+}
+
+func (x *StartResponse) GetUnrealisable() *Unrealisable {
+	if x != nil {
+		return x.Unrealisable
 	}
 	return nil
 }
@@ -712,7 +721,10 @@ type ApplyResponse struct {
 	Report *StepReport            `protobuf:"bytes,1,opt,name=report,proto3" json:"report,omitempty"`
 	// Set when the cluster never reached the step's state (a cem.NotReachedError). It travels in
 	// the reply rather than as a gRPC status so that the client gets its fields back.
-	NotReached    *NotReached `protobuf:"bytes,2,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
+	NotReached *NotReached `protobuf:"bytes,2,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
+	// Set when the plugin cannot make the system do what the step asks (a
+	// cem.UnrealisableError), likewise in the reply.
+	Unrealisable  *Unrealisable `protobuf:"bytes,3,opt,name=unrealisable,proto3" json:"unrealisable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -757,6 +769,13 @@ func (x *ApplyResponse) GetReport() *StepReport {
 func (x *ApplyResponse) GetNotReached() *NotReached {
 	if x != nil {
 		return x.NotReached
+	}
+	return nil
+}
+
+func (x *ApplyResponse) GetUnrealisable() *Unrealisable {
+	if x != nil {
+		return x.Unrealisable
 	}
 	return nil
 }
@@ -1177,6 +1196,58 @@ func (x *NotReached) GetAwaited() string {
 	return ""
 }
 
+type Unrealisable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Unrealisable) Reset() {
+	*x = Unrealisable{}
+	mi := &file_cem_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Unrealisable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Unrealisable) ProtoMessage() {}
+
+func (x *Unrealisable) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Unrealisable.ProtoReflect.Descriptor instead.
+func (*Unrealisable) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Unrealisable) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Unrealisable) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 type ReadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1185,7 +1256,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1197,7 +1268,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[17]
+	mi := &file_cem_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1210,7 +1281,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{17}
+	return file_cem_proto_rawDescGZIP(), []int{18}
 }
 
 type ReadResponse struct {
@@ -1222,7 +1293,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1305,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1318,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{18}
+	return file_cem_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReadResponse) GetSnapshot() *Snapshot {
@@ -1266,7 +1337,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1349,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1362,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{19}
+	return file_cem_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Snapshot) GetReplicas() []*ReplicaData {
@@ -1314,7 +1385,7 @@ type ReplicaData struct {
 
 func (x *ReplicaData) Reset() {
 	*x = ReplicaData{}
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1397,7 @@ func (x *ReplicaData) String() string {
 func (*ReplicaData) ProtoMessage() {}
 
 func (x *ReplicaData) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1410,7 @@ func (x *ReplicaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaData.ProtoReflect.Descriptor instead.
 func (*ReplicaData) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{20}
+	return file_cem_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReplicaData) GetData() map[string]string {
@@ -1371,7 +1442,7 @@ type TeardownRequest struct {
 
 func (x *TeardownRequest) Reset() {
 	*x = TeardownRequest{}
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1454,7 @@ func (x *TeardownRequest) String() string {
 func (*TeardownRequest) ProtoMessage() {}
 
 func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1467,7 @@ func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownRequest.ProtoReflect.Descriptor instead.
 func (*TeardownRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{21}
+	return file_cem_proto_rawDescGZIP(), []int{22}
 }
 
 type TeardownResponse struct {
@@ -1407,7 +1478,7 @@ type TeardownResponse struct {
 
 func (x *TeardownResponse) Reset() {
 	*x = TeardownResponse{}
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1490,7 @@ func (x *TeardownResponse) String() string {
 func (*TeardownResponse) ProtoMessage() {}
 
 func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1503,7 @@ func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownResponse.ProtoReflect.Descriptor instead.
 func (*TeardownResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{22}
+	return file_cem_proto_rawDescGZIP(), []int{23}
 }
 
 type SaveRequest struct {
@@ -1444,7 +1515,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1456,7 +1527,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1469,7 +1540,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{23}
+	return file_cem_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SaveRequest) GetDir() string {
@@ -1488,7 +1559,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1571,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1584,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{24}
+	return file_cem_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SaveResponse) GetSaved() *Saved {
@@ -1535,7 +1606,7 @@ type Saved struct {
 
 func (x *Saved) Reset() {
 	*x = Saved{}
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1618,7 @@ func (x *Saved) String() string {
 func (*Saved) ProtoMessage() {}
 
 func (x *Saved) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1631,7 @@ func (x *Saved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Saved.ProtoReflect.Descriptor instead.
 func (*Saved) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{25}
+	return file_cem_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Saved) GetPaths() []string {
@@ -1596,7 +1667,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1679,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1692,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{26}
+	return file_cem_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RestoreRequest) GetSpec() *ClusterSpec {
@@ -1655,7 +1726,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_cem_proto_msgTypes[27]
+	mi := &file_cem_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1738,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[27]
+	mi := &file_cem_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1751,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{27}
+	return file_cem_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RestoreResponse) GetRestored() *Saved {
@@ -1747,21 +1818,23 @@ const file_cem_proto_rawDesc = "" +
 	"\vschedule_id\x18\x06 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
 	"\x06config\x18\a \x01(\fR\x06config\x12<\n" +
-	"\fstep_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\vstepTimeout\"H\n" +
+	"\fstep_timeout\x18\b \x01(\v2\x19.google.protobuf.DurationR\vstepTimeout\"\x86\x01\n" +
 	"\rStartResponse\x127\n" +
 	"\vnot_reached\x18\x01 \x01(\v2\x16.modulo.cem.NotReachedR\n" +
-	"notReached\"4\n" +
+	"notReached\x12<\n" +
+	"\funrealisable\x18\x02 \x01(\v2\x18.modulo.cem.UnrealisableR\funrealisable\"4\n" +
 	"\fApplyRequest\x12$\n" +
 	"\x04step\x18\x01 \x01(\v2\x10.modulo.cem.StepR\x04step\"<\n" +
 	"\x04Step\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x1e\n" +
 	"\n" +
 	"transition\x18\x02 \x01(\tR\n" +
-	"transition\"x\n" +
+	"transition\"\xb6\x01\n" +
 	"\rApplyResponse\x12.\n" +
 	"\x06report\x18\x01 \x01(\v2\x16.modulo.cem.StepReportR\x06report\x127\n" +
 	"\vnot_reached\x18\x02 \x01(\v2\x16.modulo.cem.NotReachedR\n" +
-	"notReached\"\xcd\x01\n" +
+	"notReached\x12<\n" +
+	"\funrealisable\x18\x03 \x01(\v2\x18.modulo.cem.UnrealisableR\funrealisable\"\xcd\x01\n" +
 	"\n" +
 	"StepReport\x12,\n" +
 	"\aactions\x18\x01 \x03(\v2\x12.modulo.cem.ActionR\aactions\x12)\n" +
@@ -1796,7 +1869,10 @@ const file_cem_proto_rawDesc = "" +
 	"\n" +
 	"NotReached\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x18\n" +
-	"\aawaited\x18\x02 \x01(\tR\aawaited\"\r\n" +
+	"\aawaited\x18\x02 \x01(\tR\aawaited\":\n" +
+	"\fUnrealisable\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\r\n" +
 	"\vReadRequest\"@\n" +
 	"\fReadResponse\x120\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x14.modulo.cem.SnapshotR\bsnapshot\"?\n" +
@@ -1847,7 +1923,7 @@ func file_cem_proto_rawDescGZIP() []byte {
 	return file_cem_proto_rawDescData
 }
 
-var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_cem_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: modulo.cem.InfoRequest
 	(*InfoResponse)(nil),          // 1: modulo.cem.InfoResponse
@@ -1866,65 +1942,68 @@ var file_cem_proto_goTypes = []any{
 	(*Alarm)(nil),                 // 14: modulo.cem.Alarm
 	(*Action)(nil),                // 15: modulo.cem.Action
 	(*NotReached)(nil),            // 16: modulo.cem.NotReached
-	(*ReadRequest)(nil),           // 17: modulo.cem.ReadRequest
-	(*ReadResponse)(nil),          // 18: modulo.cem.ReadResponse
-	(*Snapshot)(nil),              // 19: modulo.cem.Snapshot
-	(*ReplicaData)(nil),           // 20: modulo.cem.ReplicaData
-	(*TeardownRequest)(nil),       // 21: modulo.cem.TeardownRequest
-	(*TeardownResponse)(nil),      // 22: modulo.cem.TeardownResponse
-	(*SaveRequest)(nil),           // 23: modulo.cem.SaveRequest
-	(*SaveResponse)(nil),          // 24: modulo.cem.SaveResponse
-	(*Saved)(nil),                 // 25: modulo.cem.Saved
-	(*RestoreRequest)(nil),        // 26: modulo.cem.RestoreRequest
-	(*RestoreResponse)(nil),       // 27: modulo.cem.RestoreResponse
-	nil,                           // 28: modulo.cem.Observation.FieldsEntry
-	nil,                           // 29: modulo.cem.ReplicaData.DataEntry
-	(*durationpb.Duration)(nil),   // 30: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 31: google.protobuf.Timestamp
+	(*Unrealisable)(nil),          // 17: modulo.cem.Unrealisable
+	(*ReadRequest)(nil),           // 18: modulo.cem.ReadRequest
+	(*ReadResponse)(nil),          // 19: modulo.cem.ReadResponse
+	(*Snapshot)(nil),              // 20: modulo.cem.Snapshot
+	(*ReplicaData)(nil),           // 21: modulo.cem.ReplicaData
+	(*TeardownRequest)(nil),       // 22: modulo.cem.TeardownRequest
+	(*TeardownResponse)(nil),      // 23: modulo.cem.TeardownResponse
+	(*SaveRequest)(nil),           // 24: modulo.cem.SaveRequest
+	(*SaveResponse)(nil),          // 25: modulo.cem.SaveResponse
+	(*Saved)(nil),                 // 26: modulo.cem.Saved
+	(*RestoreRequest)(nil),        // 27: modulo.cem.RestoreRequest
+	(*RestoreResponse)(nil),       // 28: modulo.cem.RestoreResponse
+	nil,                           // 29: modulo.cem.Observation.FieldsEntry
+	nil,                           // 30: modulo.cem.ReplicaData.DataEntry
+	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
 }
 var file_cem_proto_depIdxs = []int32{
 	2,  // 0: modulo.cem.InfoResponse.info:type_name -> modulo.cem.Info
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
 	4,  // 2: modulo.cem.Capabilities.declared:type_name -> modulo.cem.DRMSpec
 	6,  // 3: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
-	30, // 4: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
+	31, // 4: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
 	16, // 5: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
-	9,  // 6: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
-	11, // 7: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
-	16, // 8: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
-	15, // 9: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
-	12, // 10: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
-	13, // 11: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
-	14, // 12: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
-	30, // 13: modulo.cem.Write.answered_after:type_name -> google.protobuf.Duration
-	28, // 14: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
-	31, // 15: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	19, // 16: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	20, // 17: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	29, // 18: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	25, // 19: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
-	6,  // 20: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
-	25, // 21: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
-	15, // 22: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
-	0,  // 23: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	5,  // 24: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	8,  // 25: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	17, // 26: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	21, // 27: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	23, // 28: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
-	26, // 29: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
-	1,  // 30: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	7,  // 31: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	10, // 32: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	18, // 33: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	22, // 34: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	24, // 35: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
-	27, // 36: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
-	30, // [30:37] is the sub-list for method output_type
-	23, // [23:30] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	17, // 6: modulo.cem.StartResponse.unrealisable:type_name -> modulo.cem.Unrealisable
+	9,  // 7: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
+	11, // 8: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
+	16, // 9: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
+	17, // 10: modulo.cem.ApplyResponse.unrealisable:type_name -> modulo.cem.Unrealisable
+	15, // 11: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
+	12, // 12: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
+	13, // 13: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
+	14, // 14: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
+	31, // 15: modulo.cem.Write.answered_after:type_name -> google.protobuf.Duration
+	29, // 16: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	32, // 17: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	20, // 18: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	21, // 19: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	30, // 20: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	26, // 21: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
+	6,  // 22: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
+	26, // 23: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
+	15, // 24: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
+	0,  // 25: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	5,  // 26: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	8,  // 27: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	18, // 28: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	22, // 29: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	24, // 30: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
+	27, // 31: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
+	1,  // 32: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	7,  // 33: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	10, // 34: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	19, // 35: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	23, // 36: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	25, // 37: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
+	28, // 38: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
+	32, // [32:39] is the sub-list for method output_type
+	25, // [25:32] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }
@@ -1938,7 +2017,7 @@ func file_cem_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cem_proto_rawDesc), len(file_cem_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -375,7 +375,7 @@ func (s *system) Logged(_ context.Context, r *kit.Replica, key, value string) (b
 	case !sent:
 		return false, nil
 	case w != r.Index:
-		return false, fmt.Errorf("write %s reaches %s, which it is not sent through: Galera logs a write that its primary component has not ordered on the node that executes it alone", key, r.Name)
+		return false, fmt.Errorf("write %s reaches %s, which it is not sent through: Galera logs a write that its primary component has not ordered on the node that executes it alone: %w", key, r.Name, kit.ErrUnrealisable)
 	}
 	logs, _ := filepath.Glob(filepath.Join(dataDir(r), "ib_logfile*")) // the pattern is valid
 	for _, l := range logs {

@@ -10,15 +10,16 @@
 //     not empty.
 //   - Start writes the spec it got into every replica, under "spec.*" keys; Config must be
 //     empty, "child = true", which also starts a child process in the plugin's process group
-//     and writes its pid to Dir/child.pid, or "unready = WHAT", which makes Start return a
-//     *cem.NotReachedError awaiting WHAT.
+//     and writes its pid to Dir/child.pid, "unready = WHAT", which makes Start return a
+//     *cem.NotReachedError awaiting WHAT, or "cannot = WHY", a *cem.UnrealisableError.
 //   - Read puts replica i in group i%2.
 //   - Apply writes "step N" = transition into every replica and reports one action; besides,
-//     "break I" makes replica I unreadable. Four transitions write nothing: "block PATH"
+//     "break I" makes replica I unreadable. Five transitions write nothing: "block PATH"
 //     creates PATH and waits, holding the lock that Teardown takes, until the call's context
 //     ends, "unreached WHAT" reports an
-//     action without a time and returns a *cem.NotReachedError awaiting WHAT, "fail TEXT"
-//     returns an error, and "log TEXT" logs TEXT at Info, then at Warn.
+//     action without a time and returns a *cem.NotReachedError awaiting WHAT, "unrealisable WHY"
+//     does the same with a *cem.UnrealisableError, "fail TEXT" returns an error, and
+//     "log TEXT" logs TEXT at Info, then at Warn.
 package main
 
 import (
@@ -111,6 +112,9 @@ func (m *memory) Start(_ context.Context, spec cem.ClusterSpec) error {
 		if what, ok := strings.CutPrefix(cfg, "unready = "); ok {
 			return &cem.NotReachedError{Step: -1, Awaited: what}
 		}
+		if why, ok := strings.CutPrefix(cfg, "cannot = "); ok {
+			return &cem.UnrealisableError{Step: -1, Reason: why}
+		}
 		return fmt.Errorf("start: unknown config %q", cfg)
 	}
 	m.replicas = make([]map[string]string, spec.Replicas)
@@ -157,6 +161,9 @@ func (m *memory) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 		// The action's zero time checks that it stays zero across the protocol.
 		return cem.StepReport{Actions: []cem.Action{{Replica: 0, What: "waited"}}},
 			&cem.NotReachedError{Step: step.Index, Awaited: arg}
+	case "unrealisable":
+		return cem.StepReport{Actions: []cem.Action{{Replica: 1, What: "tried"}}},
+			&cem.UnrealisableError{Step: step.Index, Reason: arg}
 	case "fail":
 		return cem.StepReport{}, errors.New(arg)
 	case "log":

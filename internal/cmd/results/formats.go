@@ -78,6 +78,7 @@ type (
 		Flaky         int            `json:"flaky"`
 		Incomplete    int            `json:"incomplete"`
 		Error         int            `json:"error"`
+		Unrealisable  int            `json:"unrealisable"`
 		FailedByClass map[string]int `json:"failed_by_class"`
 		NotPassedKind map[string]int `json:"not_passed_by_kind"`
 	}
@@ -124,7 +125,7 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			Summary: jsonSummary{
 				Total: s.Total, Done: s.Done(),
 				Pass: n.Pass, Fail: n.Fail, Flaky: n.Flaky, Incomplete: n.Incomplete, Error: n.Error,
-				FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
+				Unrealisable: n.Unrealisable, FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
 			},
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
 			Groups:    []jsonGroup{},
@@ -209,6 +210,7 @@ type (
 		Classname    string        `xml:"classname,attr"`
 		Name         string        `xml:"name,attr"`
 		Time         string        `xml:"time,attr"`
+		Skipped      *junitProblem `xml:"skipped"`
 		Failure      *junitProblem `xml:"failure"`
 		Error        *junitProblem `xml:"error"`
 		FlakyFailure *junitProblem `xml:"flakyFailure"`
@@ -282,7 +284,11 @@ func junitSuiteOf(s *results.Summary) (junitSuite, time.Duration, error) {
 		if sc, ok := found[r.ID]; ok {
 			tc.Name += " " + string(schedules.Body(sc.Steps))
 		}
-		if r.Verdict != oracle.Pass {
+		if r.Verdict == oracle.Unrealisable {
+			// Not given, so not tested: JUnit's skip, with the plugin's reason.
+			tc.Skipped = &junitProblem{Message: r.Detail, Type: string(oracle.Unrealisable)}
+			suite.Skipped++
+		} else if r.Verdict != oracle.Pass {
 			p, isError := junitProblemOf(r)
 			// A schedule that its replays did not reproduce is not a bug until it fails
 			// again (see Summary.Flaky): it passes, marked, and counts as neither.

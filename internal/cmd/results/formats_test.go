@@ -179,6 +179,7 @@ type (
 			Flaky         int            `json:"flaky"`
 			Incomplete    int            `json:"incomplete"`
 			Error         int            `json:"error"`
+			Unrealisable  int            `json:"unrealisable"`
 			FailedByClass map[string]int `json:"failed_by_class"`
 			NotPassedKind map[string]int `json:"not_passed_by_kind"`
 		} `json:"summary"`
@@ -239,7 +240,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 	}
 	wantKeys := map[string][]string{
 		"campaign":   {"drm", "ops", "replicas", "schedule_file", "plugin", "plugin_version", "server_version", "modulo_version", "started"},
-		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "failed_by_class", "not_passed_by_kind"},
+		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "unrealisable", "failed_by_class", "not_passed_by_kind"},
 		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir", "signature", "group"},
 		"groups": {"signature", "schedules", "independent_runs", "first_seen", "shortest", "shortest_steps",
 			"replayed", "reproduced", "runs_replayed", "runs_followed", "runs_made"},
@@ -265,7 +266,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 		t.Errorf("dir %q, campaign %+v", e.Dir, c)
 	}
 	sum := e.Summary
-	if sum.Total != 90 || sum.Done != 6 || sum.Pass != 3 || sum.Fail != 1 || sum.Flaky != 1 || sum.Incomplete != 1 || sum.Error != 1 ||
+	if sum.Total != 90 || sum.Done != 6 || sum.Pass != 3 || sum.Fail != 1 || sum.Flaky != 1 || sum.Incomplete != 1 || sum.Error != 1 || sum.Unrealisable != 0 ||
 		!maps.Equal(sum.FailedByClass, map[string]int{"lost-write": 1}) || len(sum.NotPassedKind) != 0 {
 		t.Errorf("summary %+v", sum)
 	}
@@ -454,5 +455,103 @@ func TestJUnitOfRealFailures(t *testing.T) {
 		if tc.Error == nil || !strings.HasPrefix(tc.Message, "divergence: ") || !strings.Contains(tc.Message, "k1.1") {
 			t.Errorf("failed test %q: message %q, want the class divergence and the key k1.1", tc.Name, tc.Message)
 		}
+	}
+}
+
+// TestUnrealisableInFormats: a schedule the plugin could not realise is counted on its own in
+// every format: JUnit's skip with the plugin's reason (not a failure, an error or a pass), the
+// JSON summary's "unrealisable", and the text summary's count.
+func TestUnrealisableInFormats(t *testing.T) {
+	d, err := drms.Lookup("qce")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, ss, err := schedules.Generated(d, aem.Params{Ops: 1, Replicas: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	st, err := results.Open(dir, results.Campaign{DRM: "qce", Ops: 1, Replicas: 5, ScheduleFile: "qce.sched", Plugin: "galera",
+		PluginVersion: "0.1.0", ServerVersion: "10.11.19", Modulo: "0.1.0", Started: start, Schedules: uint64(len(ss))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reason = "step 1 D[0,0,0,1,1]: cannot be realised: write k1.1 reaches galera-4, which it is not sent through"
+	pass := results.Record{ID: ss[0].ID, Verdict: oracle.Pass, Start: start, End: start.Add(time.Second)}
+	unreal := results.Record{ID: ss[1].ID, Verdict: oracle.Unrealisable, Detail: reason, Start: start, End: start.Add(time.Second)}
+	for _, r := range []results.Record{pass, unreal} {
+		r.DRM, r.Plugin, r.PluginVersion, r.ServerVersion = "qce", "galera", "0.1.0", "10.11.19"
+		if r.Verdict != oracle.Pass {
+			if err := st.WriteFailure(results.Failure{Header: h, Schedule: ss[1], Record: r, Detail: r.Detail}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	var out bytes.Buffer
+	if err := Run(&Options{Out: &out, Dir: dir, Format: "junit"}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Errors   int `xml:"errors,attr"`
+			Skipped  int `xml:"skipped,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+					Type    string `xml:"type,attr"`
+				} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Suites) != 1 {
+		t.Fatalf("%d suites:\n%s", len(doc.Suites), out.String())
+	}
+	s := doc.Suites[0]
+	if s.Tests != 2 || s.Failures != 0 || s.Errors != 0 || s.Skipped != 1 {
+		t.Errorf("suite tests=%d failures=%d errors=%d skipped=%d, want 2, 0, 0, 1", s.Tests, s.Failures, s.Errors, s.Skipped)
+	}
+	for _, c := range s.Cases {
+		unrealisable := strings.HasPrefix(c.Name, unreal.ID+" ")
+		if sk := c.Skipped; unrealisable != (sk != nil) || unrealisable && (sk.Message != reason || sk.Type != "unrealisable") {
+			t.Errorf("test case %q: skipped %+v, want the reason on the unrealisable one alone", c.Name, sk)
+		}
+	}
+
+	out.Reset()
+	if err := Run(&Options{Out: &out, Dir: dir, Format: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	var js struct {
+		Campaigns []struct {
+			Summary struct {
+				Pass, Error, Unrealisable int
+			} `json:"summary"`
+		} `json:"campaigns"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &js); err != nil {
+		t.Fatal(err)
+	}
+	if len(js.Campaigns) != 1 || js.Campaigns[0].Summary.Unrealisable != 1 || js.Campaigns[0].Summary.Error != 0 || js.Campaigns[0].Summary.Pass != 1 {
+		t.Errorf("JSON summary %+v, want pass 1, error 0, unrealisable 1", js.Campaigns)
+	}
+
+	out.Reset()
+	if err := Run(&Options{Out: &out, Dir: dir}); err != nil && !strings.Contains(err.Error(), "1 the plugin cannot realise") {
+		t.Fatalf("text: %v", err)
+	}
+	if !strings.Contains(out.String(), "error 0, unrealisable 1") {
+		t.Errorf("text summary does not count the unrealisable apart:\n%s", out.String())
 	}
 }

@@ -89,8 +89,8 @@ Formats (--format):
                        runs_made (over the replays with --follow: the runs that followed
                        the recorded course, and every run made)
            summary     total (the campaign's schedules), done (those with a verdict that
-                       holds), pass, fail, flaky, incomplete and error (the schedules with
-                       a verdict by label, as the text counts them), failed_by_class
+                       holds), pass, fail, flaky, incomplete, error and unrealisable (the
+                       schedules with a verdict by label, as the text counts them), failed_by_class
                        (the fails by class: divergence, lost-write, broken-replication,
                        self-check) and not_passed_by_kind (for a DRM that mixes failure
                        kinds, the non-passes that take each kind: crash, power-loss,
@@ -107,7 +107,8 @@ Formats (--format):
          schedule's transitions, when its ID is the DRM model's), classname modulo.DRM,
          its time in seconds. A fail holds <failure type="CLASS">, an incomplete <failure
          type="incomplete">, an error <error type="error">, each with the message
-         "TYPE: DETAIL" and the detail and its signature as its text. A schedule labelled flaky passes,
+         "TYPE: DETAIL" and the detail and its signature as its text; an unrealisable one
+         <skipped type="unrealisable"> with the plugin's reason. A schedule labelled flaky passes,
          holding a <flakyFailure> or <flakyError> instead (Maven Surefire's mark of a test
          that failed, then passed when run again).`,
 		Example: `  modulo results modulo-results/slr

@@ -71,8 +71,8 @@ func retryVerdicts(names []string) ([]oracle.Verdict, error) {
 	var vs []oracle.Verdict
 	for _, n := range names {
 		v := oracle.Verdict(n)
-		if v != oracle.Incomplete && v != oracle.Fail && v != oracle.Pass {
-			return nil, fmt.Errorf("--retry takes incomplete, fail or pass (errors always run again), not %q", n)
+		if v != oracle.Incomplete && v != oracle.Fail && v != oracle.Pass && v != oracle.Unrealisable {
+			return nil, fmt.Errorf("--retry takes incomplete, fail, pass or unrealisable (errors always run again), not %q", n)
 		}
 		vs = append(vs, v)
 	}
@@ -112,6 +112,8 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                 self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start
+  unrealisable  the plugin cannot make its system do what a step asks (its reason is
+              recorded): a schedule this realisation cannot give, so not tested
 
 --workers schedules run at once, each on a cluster of its own: worker k uses the ports from
 base_port + k*stride (stride: the ports a cluster needs, rounded up to a multiple of 10) and
