@@ -70,6 +70,9 @@ func files(t *testing.T, dir string) []string {
 // TestFetchSources serves archives from a local HTTP server and checks that fetch-sources keeps
 // exactly the archives whose digest matches, and fails in one line naming the archive otherwise.
 func TestFetchSources(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs scripts/fetch-sources with bash, curl and the digest tools, which the short suite does not start; run without -short")
+	}
 	var requests atomic.Int64
 	sha512hex := hexOf(func() []byte { s := sha512.Sum512(archive); return s[:] }())
 	// gpg --print-md's form: upper case, in groups of four, over lines.
