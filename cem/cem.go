@@ -238,7 +238,8 @@ type CEM interface {
 	// Apply realises one transition and waits until the cluster has reached the state it
 	// describes. When that state is not reached before the step timeout, it returns a
 	// *NotReachedError; when the plugin cannot make the system do what the step asks, an
-	// *UnrealisableError. Either comes with the actions taken before it.
+	// *UnrealisableError; when the realisation left the model's state, a *NonconformantError.
+	// Each comes with the actions taken before it.
 	Apply(ctx context.Context, step Step) (StepReport, error)
 	// Read returns every replica's data.
 	Read(ctx context.Context) (Snapshot, error)
@@ -318,6 +319,29 @@ func (e *UnrealisableError) Error() string {
 func IsUnrealisable(err error) bool {
 	var ue *UnrealisableError
 	return errors.As(err, &ue)
+}
+
+// NonconformantError says that after a step the cluster was not where the model has it, through
+// the realisation's doing: modulo's fault, not the system's. Check names the check that caught
+// it ("process-state", "write-leaked", "port-listened"), Detail what it saw.
+type NonconformantError struct {
+	Step   int // 0-based; -1 for the start of the cluster
+	Check  string
+	Detail string
+}
+
+func (e *NonconformantError) Error() string {
+	where := "start"
+	if e.Step >= 0 {
+		where = fmt.Sprintf("step %d", e.Step+1)
+	}
+	return fmt.Sprintf("%s: the cluster does not conform to the model (%s): %s", where, e.Check, e.Detail)
+}
+
+// IsNonconformant reports whether err says the realisation left the model's state.
+func IsNonconformant(err error) bool {
+	var ne *NonconformantError
+	return errors.As(err, &ne)
 }
 
 // DefaultStepTimeout bounds each wait of a step when the configuration gives no step_timeout:

@@ -103,15 +103,16 @@ func (s *grpcServer) Start(ctx context.Context, req *pb.StartRequest) (*pb.Start
 	return &pb.StartResponse{}, nil
 }
 
-// Apply sends a *NotReachedError or an *UnrealisableError back in the reply, with the actions
-// taken before it, so that the host gets the error's fields back; any other error becomes a
-// gRPC status.
+// Apply sends a *NotReachedError, *UnrealisableError or *NonconformantError back in the reply,
+// with the actions taken before it, so that the host gets the error's fields back; any other
+// error becomes a gRPC status.
 func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.ApplyResponse, error) {
 	step := req.GetStep()
 	report, err := s.impl.Apply(ctx, Step{Index: int(step.GetIndex()), Transition: step.GetTransition()})
 	var nr *NotReachedError
 	var ue *UnrealisableError
-	if err != nil && !errors.As(err, &nr) && !errors.As(err, &ue) {
+	var ne *NonconformantError
+	if err != nil && !errors.As(err, &nr) && !errors.As(err, &ue) && !errors.As(err, &ne) {
 		return nil, err
 	}
 	resp := &pb.ApplyResponse{Report: &pb.StepReport{Actions: actionsPB(report.Actions)}}
@@ -130,6 +131,9 @@ func (s *grpcServer) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.Apply
 	}
 	if ue != nil {
 		resp.Unrealisable = &pb.Unrealisable{Step: int64(ue.Step), Reason: ue.Reason}
+	}
+	if ne != nil {
+		resp.Nonconformant = &pb.Nonconformant{Step: int64(ne.Step), Check: ne.Check, Detail: ne.Detail}
 	}
 	return resp, nil
 }
@@ -294,8 +298,8 @@ func (c *grpcClient) Start(ctx context.Context, spec ClusterSpec) error {
 	return nil
 }
 
-// Apply returns the plugin's *NotReachedError or *UnrealisableError as one, together with the
-// actions taken before it.
+// Apply returns the plugin's *NotReachedError, *UnrealisableError or *NonconformantError as
+// one, together with the actions taken before it.
 func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	resp, err := c.client.Apply(ctx, &pb.ApplyRequest{Step: &pb.Step{
 		Index:      int64(step.Index),
@@ -320,6 +324,9 @@ func (c *grpcClient) Apply(ctx context.Context, step Step) (StepReport, error) {
 	}
 	if ue := resp.GetUnrealisable(); ue != nil {
 		return report, &UnrealisableError{Step: int(ue.GetStep()), Reason: ue.GetReason()}
+	}
+	if ne := resp.GetNonconformant(); ne != nil {
+		return report, &NonconformantError{Step: int(ne.GetStep()), Check: ne.GetCheck(), Detail: ne.GetDetail()}
 	}
 	return report, nil
 }

@@ -202,6 +202,23 @@ func TestProtocol(t *testing.T) {
 		}
 	})
 
+	t.Run("nonconformant", func(t *testing.T) {
+		c, _ := launchTest(t, bin)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := c.Apply(ctx, Step{Index: 2, Transition: "nonconform write-leaked write k3.1 is in the log of etcd-0"})
+		ne, ok := err.(*NonconformantError)
+		if !ok {
+			t.Fatalf("Apply error %v (%T), want a *NonconformantError", err, err)
+		}
+		if want := (NonconformantError{Step: 2, Check: "write-leaked", Detail: "write k3.1 is in the log of etcd-0"}); *ne != want || !IsNonconformant(err) {
+			t.Errorf("error = %+v, want %+v", *ne, want)
+		}
+		if got, want := err.Error(), "step 3: the cluster does not conform to the model (write-leaked): write k3.1 is in the log of etcd-0"; got != want {
+			t.Errorf("Error() = %q, want %q", got, want)
+		}
+	})
+
 	t.Run("start unrealisable", func(t *testing.T) {
 		c, _ := launchTest(t, bin)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -219,7 +219,7 @@ func (s Summary) Ran() int { return s.Schedules() - s.Skipped }
 // ", unrealisable: N" when there are any.
 func (s Summary) String() string {
 	return fmt.Sprintf("schedules: %d, pass: %d, fail: %d, incomplete: %d, error: %d",
-		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error) + s.UnrealisableSuffix(": ")
+		s.Schedules(), s.Pass, s.Fail, s.Incomplete, s.Error) + s.Apart(": ")
 }
 
 // Run runs the campaign's schedules and records each verdict in c.Store, skipping schedules it
@@ -668,6 +668,12 @@ func (w *worker) execute(ctx context.Context, s schedules.Schedule, next *schedu
 		if errors.As(err, &ue) {
 			o.verdict = oracle.Unrealisable
 			o.detail = fmt.Sprintf("step %d %s: cannot be realised: %s", i+1, text, ue.Reason)
+			return o
+		}
+		var ne *cem.NonconformantError
+		if errors.As(err, &ne) {
+			o.verdict = oracle.Nonconformant
+			o.detail = fmt.Sprintf("step %d %s: the cluster does not conform to the model (check %s): %s", i+1, text, ne.Check, ne.Detail)
 			return o
 		}
 		if err != nil {

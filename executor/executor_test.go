@@ -103,7 +103,7 @@ func TestRunVerdicts(t *testing.T) {
 		verdict oracle.Verdict
 		detail  string // substring
 	}
-	// Schedules 0 and 7 and the last pass; the others do what their behaviour says.
+	// Schedule 0 and the last pass; the others do what their behaviour says.
 	cases := map[int]struct {
 		b behaviour
 		want
@@ -113,6 +113,7 @@ func TestRunVerdicts(t *testing.T) {
 		3: {behaviour{notReached: 2}, want{oracle.Incomplete, "step 2 " + all[3].Steps[1].String() + ": not reached before the deadline: replica 2 in sync with replica 0"}},
 		4: {behaviour{crashAt: 1}, want{oracle.Error, "step 1 " + all[4].Steps[0].String() + ": the plugin exited: plugin Apply: lost the connection"}},
 		5: {behaviour{hangAt: 2}, want{oracle.Error, "the plugin did not answer within 2s"}},
+		7: {behaviour{nonconformAt: 1}, want{oracle.Nonconformant, "step 1 " + all[7].Steps[0].String() + ": the cluster does not conform to the model (check write-leaked): write key:1 is in the log of replica 2"}},
 		6: {behaviour{unrealisableAt: 1}, want{oracle.Unrealisable, "step 1 " + all[6].Steps[0].String() + ": cannot be realised: write key:1 reaches two nodes without a quorum"}},
 		8: {behaviour{startErr: "redis-server: no such file"}, want{oracle.Error, "start: redis-server: no such file"}},
 		9: {behaviour{unready: true}, want{oracle.Incomplete, "start: not reached before the deadline: a leader"}},
@@ -132,14 +133,14 @@ func TestRunVerdicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys.check()
-	wantSum := executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 2, Fail: 2, Incomplete: 2, Error: 3, Unrealisable: 1}}
+	wantSum := executor.Summary{Total: 10, Tally: oracle.Tally{Pass: 1, Fail: 2, Incomplete: 2, Error: 3, Nonconformant: 1, Unrealisable: 1}}
 	if sum.Work.Schedules != 10 || sum.Work.Starts != 10 || sum.Work.Restores != 0 {
 		t.Errorf("work = %+v, want 10 schedules, each with a cluster started (the plugin does not restore)", sum.Work)
 	}
 	if sum = countsOf(sum); sum != wantSum {
 		t.Errorf("summary = %+v, want %+v", sum, wantSum)
 	}
-	if got := sum.String(); got != "schedules: 10, pass: 2, fail: 2, incomplete: 2, error: 3, unrealisable: 1" {
+	if got := sum.String(); got != "schedules: 10, pass: 1, fail: 2, incomplete: 2, error: 3, nonconformant: 1, unrealisable: 1" {
 		t.Errorf("summary line = %q", got)
 	}
 	if len(progress) != 10 || countsOf(progress[9]) != wantSum {

@@ -33,9 +33,11 @@ type behaviour struct {
 	notReached int    // this step's state is not reached
 	// unrealisableAt: the plugin cannot realise this step
 	unrealisableAt int
-	crashAt        int // the plugin dies during this step, leaving its server running
-	hangAt         int // the plugin never answers this step
-	blockAt        int // this step blocks until its call is cancelled, after telling blocked
+	// nonconformAt: this step leaves the cluster out of the model's state, the realisation's doing
+	nonconformAt int
+	crashAt      int // the plugin dies during this step, leaving its server running
+	hangAt       int // the plugin never answers this step
+	blockAt      int // this step blocks until its call is cancelled, after telling blocked
 	// healAt: replica 1 misses key:1 when read before this step has been applied
 	healAt int
 	// lose: every step reports its write as acknowledged, and every replica holds another
@@ -277,6 +279,8 @@ func (p *fakePlugin) Apply(ctx context.Context, step cem.Step) (cem.StepReport, 
 	switch n {
 	case p.b.notReached:
 		return report, &cem.NotReachedError{Step: step.Index, Awaited: "replica 2 in sync with replica 0"}
+	case p.b.nonconformAt:
+		return report, &cem.NonconformantError{Step: step.Index, Check: "write-leaked", Detail: "write key:1 is in the log of replica 2"}
 	case p.b.unrealisableAt:
 		return report, &cem.UnrealisableError{Step: step.Index, Reason: "write key:1 reaches two nodes without a quorum"}
 	case p.b.crashAt:

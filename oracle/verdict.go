@@ -26,13 +26,18 @@ const (
 	// model allows and this realisation cannot give; neither the system's failure nor the
 	// harness's, and never retried as an error.
 	Unrealisable Verdict = "unrealisable"
+	// Nonconformant: after a step the cluster was not where the model has it, through the
+	// realisation's doing (a server running that the model has down, a write that reached a
+	// replica the model keeps it from): modulo's fault, with the check that caught it, counted
+	// apart from the system's fails and never a finding.
+	Nonconformant Verdict = "nonconformant"
 )
 
 // Verdicts lists the verdicts, the most telling first.
-var Verdicts = []Verdict{Fail, Pass, Incomplete, Error, Unrealisable}
+var Verdicts = []Verdict{Fail, Pass, Incomplete, Error, Nonconformant, Unrealisable}
 
 // Tally counts verdicts.
-type Tally struct{ Pass, Fail, Incomplete, Error, Unrealisable int }
+type Tally struct{ Pass, Fail, Incomplete, Error, Nonconformant, Unrealisable int }
 
 // Add counts one verdict; anything that is not one of the others counts as an error.
 func (t *Tally) Add(v Verdict) {
@@ -45,6 +50,8 @@ func (t *Tally) Add(v Verdict) {
 		t.Incomplete++
 	case Unrealisable:
 		t.Unrealisable++
+	case Nonconformant:
+		t.Nonconformant++
 	default:
 		t.Error++
 	}
@@ -61,21 +68,29 @@ func (t Tally) Of(v Verdict) int {
 		return t.Incomplete
 	case Unrealisable:
 		return t.Unrealisable
+	case Nonconformant:
+		return t.Nonconformant
 	}
 	return t.Error
 }
 
 // Total is how many verdicts were counted.
-func (t Tally) Total() int { return t.Pass + t.Fail + t.Incomplete + t.Error + t.Unrealisable }
+func (t Tally) Total() int {
+	return t.Pass + t.Fail + t.Incomplete + t.Error + t.Nonconformant + t.Unrealisable
+}
 
-// UnrealisableSuffix is what a line that counts pass, fail, incomplete and error adds for the
-// unrealisable schedules: ", unrealisable N" (sep between the name and the count), or nothing
-// when there are none, as a realisation that gives every schedule has none.
-func (t Tally) UnrealisableSuffix(sep string) string {
-	if t.Unrealisable == 0 {
-		return ""
+// Apart is what a line that counts pass, fail, incomplete and error adds for the verdicts that
+// are neither the system's nor the harness's errors: ", nonconformant N, unrealisable M" (sep
+// between a name and its count), each only when there are some, as a realisation that conforms
+// and gives every schedule has none.
+func (t Tally) Apart(sep string) string {
+	var b strings.Builder
+	for _, v := range []Verdict{Nonconformant, Unrealisable} {
+		if n := t.Of(v); n > 0 {
+			fmt.Fprintf(&b, ", %s%s%d", v, sep, n)
+		}
 	}
-	return fmt.Sprintf(", unrealisable%s%d", sep, t.Unrealisable)
+	return b.String()
 }
 
 // String names the verdicts counted, the most telling first: "fail 2, pass 1", or "no verdict".

@@ -148,8 +148,11 @@ func (p *page) verdicts() {
 	p.Verdicts = []verdictCount{
 		{"pass", n.Pass}, {"fail", n.Fail}, {"flaky", n.Flaky}, {"incomplete", n.Incomplete}, {"error", n.Error},
 	}
-	if n.Unrealisable > 0 { // a realisation that gives every schedule has none: no row
-		p.Verdicts = append(p.Verdicts, verdictCount{"unrealisable", n.Unrealisable})
+	// A realisation that conforms and gives every schedule has neither: no row.
+	for _, v := range []oracle.Verdict{oracle.Nonconformant, oracle.Unrealisable} {
+		if c := n.Of(v); c > 0 {
+			p.Verdicts = append(p.Verdicts, verdictCount{string(v), c})
+		}
 	}
 	all := p.Summary.Total
 	notRun := int64(all) - int64(len(p.Summary.Latest))
@@ -361,12 +364,12 @@ func stepKind(t *aem.Transition) string {
 }
 
 // failures gathers every schedule that did not pass: fails first, then incompletes, then
-// errors, then the unrealisable, each in the order recorded; the first MaxDrawn are drawn.
+// errors, then the nonconformant and the unrealisable, each in the order recorded; the first MaxDrawn are drawn.
 func (p *page) failures(s *results.Summary) {
 	p.Groups = s.Groups()
 	groupOf := results.GroupNumbers(p.Groups)
 	np := s.NotPassed()
-	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2, oracle.Unrealisable: 3}
+	order := map[oracle.Verdict]int{oracle.Fail: 0, oracle.Incomplete: 1, oracle.Error: 2, oracle.Nonconformant: 3, oracle.Unrealisable: 4}
 	slices.SortStableFunc(np, func(a, b results.Record) int { return order[a.Verdict] - order[b.Verdict] })
 	for i, r := range np {
 		f := &failure{Record: r, Label: s.Label(r), Group: groupOf[r.ID], Detail: oracle.Abbreviate(r.Detail)}

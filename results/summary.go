@@ -219,7 +219,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "check\t%s\n", check)
 	n := s.Counts()
-	fmt.Fprintf(tw, "verdicts\tpass %d, fail %d, flaky %d, incomplete %d, error %d%s\n", n.Pass, n.Fail, n.Flaky, n.Incomplete, n.Error, n.UnrealisableSuffix(" "))
+	fmt.Fprintf(tw, "verdicts\tpass %d, fail %d, flaky %d, incomplete %d, error %d%s\n", n.Pass, n.Fail, n.Flaky, n.Incomplete, n.Error, n.Apart(" "))
 	if classes := s.Classes(); classes != "" {
 		fmt.Fprintf(tw, "failed\t%s\n", classes)
 	}

@@ -129,7 +129,7 @@ func TestStartChecks(t *testing.T) {
 		{"wrong type", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`copies = "two"`) },
 			"etcd config: toml: line 1 (last key \"copies\"): incompatible types", ""},
 		{"bad break", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`break_realisation = "yes"`) },
-			`etcd config: break_realisation must be "leave-behind", "skip-relink", "lose-write", "skip-wait" or unset, got "yes"`, ""},
+			`etcd config: break_realisation must be "leave-behind", "skip-relink", "lose-write", "skip-wait", "fail-nothing" or unset, got "yes"`, ""},
 		{"bad disk unit", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`disk_unit = "block"`) },
 			`etcd config: disk unit must be "page", "sector" or "byte", got "block"`, ""},
 		{"bad disk keeps", etcdAbout, &quorumConfigSystem{}, func(s *cem.ClusterSpec) { s.Config = []byte(`disk_keeps = "all"`) },

@@ -1476,6 +1476,34 @@ func TestUnrealisable(t *testing.T) {
 	}
 }
 
+// TestNonconformant: a pause the kit records but never makes (break_realisation =
+// "fail-nothing") lets a write that only replica 2 may receive reach the paused replicas 0 and
+// 1; the conformance check at the divergence's end ends the step with a *cem.NonconformantError
+// naming the check and the replica, modulo's verdict where the oracle would have judged the
+// system. The same schedule, realised as it should be, conforms (TestMinorityAnswers).
+func TestNonconformant(t *testing.T) {
+	ctx := context.Background()
+	p, _, err := startQCE(t, `break_realisation = "fail-nothing"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := p.Apply(ctx, cem.Step{Index: 0, Transition: "D[0,0,1]"})
+	var ne *cem.NonconformantError
+	if !errors.As(err, &ne) {
+		t.Fatalf("D[0,0,1]: %v (%T), want a *NonconformantError", err, err)
+	}
+	if ne.Step != 0 || ne.Check != "write-leaked" || !strings.Contains(ne.Detail, "write k1.1 ") ||
+		!strings.Contains(ne.Detail, "stopped before it (SIGSTOP), and that did not take effect") {
+		t.Errorf("error %+v: want step 0, check write-leaked, naming the write", *ne)
+	}
+	if !slices.ContainsFunc(rep.Actions, func(a cem.Action) bool { return strings.Contains(a.What, "SIGSTOP not sent") }) {
+		t.Errorf("actions %+v: none records the pause the break left out", rep.Actions)
+	}
+	if _, err := p.Apply(ctx, cem.Step{Index: 1, Transition: "C[0,1]"}); err == nil || cem.IsNonconformant(err) {
+		t.Errorf("the step after: %v, want it refused, the cluster out of step", err)
+	}
+}
+
 // TestMinorityRunSentTogether: D[0,0,2]'s two writes reach replica 2 alone; the kit sends the
 // second before it waits for the first in the log, since a leader without its quorum steps down
 // soon (etcd's CheckQuorum), and a second write sent after the first reached a slow disk found a

@@ -104,6 +104,7 @@ const (
 	BreakSkipRelink   = "skip-relink"
 	BreakLoseWrite    = "lose-write"
 	BreakSkipWait     = "skip-wait"
+	BreakFailNothing  = "fail-nothing"
 	ProbeKey          = "modulo-probe"
 	BehindKey         = "modulo-behind"
 )
@@ -425,9 +426,9 @@ func (p *Plugin) configure(data []byte, drm string) (kitConfig, error) {
 		}
 	}
 	switch own.Break {
-	case "", BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait:
+	case "", BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, BreakFailNothing:
 	default:
-		return kitConfig{}, fmt.Errorf("%s%s must be %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, own.Break)
+		return kitConfig{}, fmt.Errorf("%s%s must be %q, %q, %q, %q, %q or unset, got %q", prefix, BreakKey, BreakLeaveBehind, BreakSkipRelink, BreakLoseWrite, BreakSkipWait, BreakFailNothing, own.Break)
 	}
 	switch own.Network {
 	case "", NetworkLoopback, NetworkNamespaces:
@@ -765,7 +766,8 @@ func (p *Plugin) apply(ctx context.Context, t *aem.Transition, next *aem.State) 
 		if err := p.exited(); err != nil {
 			return err
 		}
-		return fmt.Errorf("realisation out of step with the model (%s): %w", p.state, err)
+		return &cem.NonconformantError{Step: p.step, Check: "process-state",
+			Detail: fmt.Sprintf("before the step, the servers are not in the model's state %s: %v", p.state, err)}
 	}
 	if t.Kind == aem.Divergence {
 		p.divergences++
@@ -955,7 +957,7 @@ func (p *Plugin) last(s *aem.State) bool { return len(p.model.Next(p.params, s, 
 // errorf names the plugin and the operation in err, unless err is a *cem.NotReachedError,
 // which names its step itself.
 func (p *Plugin) errorf(op string, err error) error {
-	if cem.IsNotReached(err) || cem.IsUnrealisable(err) {
+	if cem.IsNotReached(err) || cem.IsUnrealisable(err) || cem.IsNonconformant(err) {
 		return err
 	}
 	if errors.Is(err, ErrUnrealisable) {

@@ -211,6 +211,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	// Their order in the log is the system's.
 	var unlogged []cem.Write
 	var unloggedAt []*Replica // their receivers
+	var sent []cem.Write      // write j is sent[j-1]
 	awaitUnlogged := func() error {
 		for _, r := range unloggedAt {
 			for _, w := range unlogged {
@@ -238,6 +239,7 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 		if err != nil {
 			return err
 		}
+		sent = append(sent, cem.Write{Key: key, Value: value})
 		if len(failing) > 0 { // write j reaches fewer replicas than write j-1
 			if err := awaitUnlogged(); err != nil {
 				return err
@@ -282,6 +284,9 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 	if err := awaitUnlogged(); err != nil {
 		return err
 	}
+	if err := e.noLeak(ctx, t, sent); err != nil {
+		return err
+	}
 	failedAt = time.Now()
 	for a, on := range p.state.On {
 		if on {
@@ -298,6 +303,61 @@ func (e *quorumEngine) diverge(ctx context.Context, t *aem.Transition) (err erro
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// leakCheckTimeout bounds each question of noLeak: LogReader reads files, and a system whose
+// Logged asks a server could wait on one that is stopped.
+const leakCheckTimeout = 5 * time.Second
+
+// noLeak checks that the divergence's failures took effect: write j of t (sent[j-1]) must not
+// be in the log of an online replica that the model keeps it from (t.Writes[a] < j), which the
+// kit stopped, cut off or took down before it. A write there is the realisation's doing (a
+// failure that did nothing, a write delivered past it), not the system's: a
+// *cem.NonconformantError. A server left running on a failing disk is not judged: its disk
+// fails from a drawn byte (fault.DiskError), and what it logs before is its kind's to allow. A
+// LogReader that cannot tell (kit.ErrUnrealisable, an error) leaves the replica unjudged, the
+// error recorded.
+func (e *quorumEngine) noLeak(ctx context.Context, t *aem.Transition, sent []cem.Write) error {
+	if e.logs == nil {
+		return nil
+	}
+	p := e.p
+	start, asked := time.Now(), 0
+	for i, w := range sent {
+		for a, v := range t.Writes {
+			if !p.state.On[a] || v > i {
+				continue
+			}
+			r := p.replica(a)
+			if !r.suspended && !r.cut && r.running() {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(ctx, leakCheckTimeout)
+			held, err := e.logs.Logged(cctx, r, w.Key, w.Value)
+			cancel()
+			asked++
+			switch {
+			case errors.Is(err, ErrUnrealisable):
+			case err != nil:
+				p.act(r, "conformance: cannot tell whether write %s reached it: %v", w.Key, err)
+			case held:
+				how := fmt.Sprintf("taken down before it (%s)", p.kindOf(t, a).Failure())
+				switch {
+				case r.suspended:
+					how = "stopped before it (SIGSTOP)"
+				case r.cut:
+					how = "cut off before it"
+				}
+				return &cem.NonconformantError{Step: p.step, Check: "write-leaked",
+					Detail: fmt.Sprintf("write %s = %q is in the log of %s, which the model keeps it from: the kit recorded it %s, and that did not take effect",
+						w.Key, w.Value, r.Name, how)}
+			}
+		}
+	}
+	if asked > 0 {
+		p.act(nil, "conformance: no write in the log of a replica the model keeps it from (%d logs read in %d ms)", asked, time.Since(start).Milliseconds())
 	}
 	return nil
 }

@@ -724,7 +724,9 @@ type ApplyResponse struct {
 	NotReached *NotReached `protobuf:"bytes,2,opt,name=not_reached,json=notReached,proto3" json:"not_reached,omitempty"`
 	// Set when the plugin cannot make the system do what the step asks (a
 	// cem.UnrealisableError), likewise in the reply.
-	Unrealisable  *Unrealisable `protobuf:"bytes,3,opt,name=unrealisable,proto3" json:"unrealisable,omitempty"`
+	Unrealisable *Unrealisable `protobuf:"bytes,3,opt,name=unrealisable,proto3" json:"unrealisable,omitempty"`
+	// Set when the realisation left the model's state (a cem.NonconformantError).
+	Nonconformant *Nonconformant `protobuf:"bytes,4,opt,name=nonconformant,proto3" json:"nonconformant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -776,6 +778,13 @@ func (x *ApplyResponse) GetNotReached() *NotReached {
 func (x *ApplyResponse) GetUnrealisable() *Unrealisable {
 	if x != nil {
 		return x.Unrealisable
+	}
+	return nil
+}
+
+func (x *ApplyResponse) GetNonconformant() *Nonconformant {
+	if x != nil {
+		return x.Nonconformant
 	}
 	return nil
 }
@@ -1248,6 +1257,66 @@ func (x *Unrealisable) GetReason() string {
 	return ""
 }
 
+type Nonconformant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Step          int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Check         string                 `protobuf:"bytes,2,opt,name=check,proto3" json:"check,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Nonconformant) Reset() {
+	*x = Nonconformant{}
+	mi := &file_cem_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Nonconformant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Nonconformant) ProtoMessage() {}
+
+func (x *Nonconformant) ProtoReflect() protoreflect.Message {
+	mi := &file_cem_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Nonconformant.ProtoReflect.Descriptor instead.
+func (*Nonconformant) Descriptor() ([]byte, []int) {
+	return file_cem_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Nonconformant) GetStep() int64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *Nonconformant) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
+func (x *Nonconformant) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 type ReadRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1256,7 +1325,7 @@ type ReadRequest struct {
 
 func (x *ReadRequest) Reset() {
 	*x = ReadRequest{}
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1337,7 @@ func (x *ReadRequest) String() string {
 func (*ReadRequest) ProtoMessage() {}
 
 func (x *ReadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[18]
+	mi := &file_cem_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1350,7 @@ func (x *ReadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRequest.ProtoReflect.Descriptor instead.
 func (*ReadRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{18}
+	return file_cem_proto_rawDescGZIP(), []int{19}
 }
 
 type ReadResponse struct {
@@ -1293,7 +1362,7 @@ type ReadResponse struct {
 
 func (x *ReadResponse) Reset() {
 	*x = ReadResponse{}
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1374,7 @@ func (x *ReadResponse) String() string {
 func (*ReadResponse) ProtoMessage() {}
 
 func (x *ReadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[19]
+	mi := &file_cem_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1387,7 @@ func (x *ReadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResponse.ProtoReflect.Descriptor instead.
 func (*ReadResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{19}
+	return file_cem_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReadResponse) GetSnapshot() *Snapshot {
@@ -1337,7 +1406,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1418,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[20]
+	mi := &file_cem_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1431,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{20}
+	return file_cem_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Snapshot) GetReplicas() []*ReplicaData {
@@ -1385,7 +1454,7 @@ type ReplicaData struct {
 
 func (x *ReplicaData) Reset() {
 	*x = ReplicaData{}
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1466,7 @@ func (x *ReplicaData) String() string {
 func (*ReplicaData) ProtoMessage() {}
 
 func (x *ReplicaData) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[21]
+	mi := &file_cem_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1479,7 @@ func (x *ReplicaData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaData.ProtoReflect.Descriptor instead.
 func (*ReplicaData) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{21}
+	return file_cem_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReplicaData) GetData() map[string]string {
@@ -1442,7 +1511,7 @@ type TeardownRequest struct {
 
 func (x *TeardownRequest) Reset() {
 	*x = TeardownRequest{}
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1523,7 @@ func (x *TeardownRequest) String() string {
 func (*TeardownRequest) ProtoMessage() {}
 
 func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[22]
+	mi := &file_cem_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1536,7 @@ func (x *TeardownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownRequest.ProtoReflect.Descriptor instead.
 func (*TeardownRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{22}
+	return file_cem_proto_rawDescGZIP(), []int{23}
 }
 
 type TeardownResponse struct {
@@ -1478,7 +1547,7 @@ type TeardownResponse struct {
 
 func (x *TeardownResponse) Reset() {
 	*x = TeardownResponse{}
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1559,7 @@ func (x *TeardownResponse) String() string {
 func (*TeardownResponse) ProtoMessage() {}
 
 func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[23]
+	mi := &file_cem_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1572,7 @@ func (x *TeardownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TeardownResponse.ProtoReflect.Descriptor instead.
 func (*TeardownResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{23}
+	return file_cem_proto_rawDescGZIP(), []int{24}
 }
 
 type SaveRequest struct {
@@ -1515,7 +1584,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1596,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[24]
+	mi := &file_cem_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1609,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{24}
+	return file_cem_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SaveRequest) GetDir() string {
@@ -1559,7 +1628,7 @@ type SaveResponse struct {
 
 func (x *SaveResponse) Reset() {
 	*x = SaveResponse{}
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1640,7 @@ func (x *SaveResponse) String() string {
 func (*SaveResponse) ProtoMessage() {}
 
 func (x *SaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[25]
+	mi := &file_cem_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1653,7 @@ func (x *SaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveResponse.ProtoReflect.Descriptor instead.
 func (*SaveResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{25}
+	return file_cem_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SaveResponse) GetSaved() *Saved {
@@ -1606,7 +1675,7 @@ type Saved struct {
 
 func (x *Saved) Reset() {
 	*x = Saved{}
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +1687,7 @@ func (x *Saved) String() string {
 func (*Saved) ProtoMessage() {}
 
 func (x *Saved) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[26]
+	mi := &file_cem_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +1700,7 @@ func (x *Saved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Saved.ProtoReflect.Descriptor instead.
 func (*Saved) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{26}
+	return file_cem_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Saved) GetPaths() []string {
@@ -1667,7 +1736,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_cem_proto_msgTypes[27]
+	mi := &file_cem_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1679,7 +1748,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[27]
+	mi := &file_cem_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1692,7 +1761,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{27}
+	return file_cem_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RestoreRequest) GetSpec() *ClusterSpec {
@@ -1726,7 +1795,7 @@ type RestoreResponse struct {
 
 func (x *RestoreResponse) Reset() {
 	*x = RestoreResponse{}
-	mi := &file_cem_proto_msgTypes[28]
+	mi := &file_cem_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1807,7 @@ func (x *RestoreResponse) String() string {
 func (*RestoreResponse) ProtoMessage() {}
 
 func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cem_proto_msgTypes[28]
+	mi := &file_cem_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1820,7 @@ func (x *RestoreResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreResponse.ProtoReflect.Descriptor instead.
 func (*RestoreResponse) Descriptor() ([]byte, []int) {
-	return file_cem_proto_rawDescGZIP(), []int{28}
+	return file_cem_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RestoreResponse) GetRestored() *Saved {
@@ -1829,12 +1898,13 @@ const file_cem_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\x03R\x05index\x12\x1e\n" +
 	"\n" +
 	"transition\x18\x02 \x01(\tR\n" +
-	"transition\"\xb6\x01\n" +
+	"transition\"\xf7\x01\n" +
 	"\rApplyResponse\x12.\n" +
 	"\x06report\x18\x01 \x01(\v2\x16.modulo.cem.StepReportR\x06report\x127\n" +
 	"\vnot_reached\x18\x02 \x01(\v2\x16.modulo.cem.NotReachedR\n" +
 	"notReached\x12<\n" +
-	"\funrealisable\x18\x03 \x01(\v2\x18.modulo.cem.UnrealisableR\funrealisable\"\xcd\x01\n" +
+	"\funrealisable\x18\x03 \x01(\v2\x18.modulo.cem.UnrealisableR\funrealisable\x12?\n" +
+	"\rnonconformant\x18\x04 \x01(\v2\x19.modulo.cem.NonconformantR\rnonconformant\"\xcd\x01\n" +
 	"\n" +
 	"StepReport\x12,\n" +
 	"\aactions\x18\x01 \x03(\v2\x12.modulo.cem.ActionR\aactions\x12)\n" +
@@ -1872,7 +1942,11 @@ const file_cem_proto_rawDesc = "" +
 	"\aawaited\x18\x02 \x01(\tR\aawaited\":\n" +
 	"\fUnrealisable\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"\r\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"Q\n" +
+	"\rNonconformant\x12\x12\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
+	"\x05check\x18\x02 \x01(\tR\x05check\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\r\n" +
 	"\vReadRequest\"@\n" +
 	"\fReadResponse\x120\n" +
 	"\bsnapshot\x18\x01 \x01(\v2\x14.modulo.cem.SnapshotR\bsnapshot\"?\n" +
@@ -1923,7 +1997,7 @@ func file_cem_proto_rawDescGZIP() []byte {
 	return file_cem_proto_rawDescData
 }
 
-var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_cem_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_cem_proto_goTypes = []any{
 	(*InfoRequest)(nil),           // 0: modulo.cem.InfoRequest
 	(*InfoResponse)(nil),          // 1: modulo.cem.InfoResponse
@@ -1943,67 +2017,69 @@ var file_cem_proto_goTypes = []any{
 	(*Action)(nil),                // 15: modulo.cem.Action
 	(*NotReached)(nil),            // 16: modulo.cem.NotReached
 	(*Unrealisable)(nil),          // 17: modulo.cem.Unrealisable
-	(*ReadRequest)(nil),           // 18: modulo.cem.ReadRequest
-	(*ReadResponse)(nil),          // 19: modulo.cem.ReadResponse
-	(*Snapshot)(nil),              // 20: modulo.cem.Snapshot
-	(*ReplicaData)(nil),           // 21: modulo.cem.ReplicaData
-	(*TeardownRequest)(nil),       // 22: modulo.cem.TeardownRequest
-	(*TeardownResponse)(nil),      // 23: modulo.cem.TeardownResponse
-	(*SaveRequest)(nil),           // 24: modulo.cem.SaveRequest
-	(*SaveResponse)(nil),          // 25: modulo.cem.SaveResponse
-	(*Saved)(nil),                 // 26: modulo.cem.Saved
-	(*RestoreRequest)(nil),        // 27: modulo.cem.RestoreRequest
-	(*RestoreResponse)(nil),       // 28: modulo.cem.RestoreResponse
-	nil,                           // 29: modulo.cem.Observation.FieldsEntry
-	nil,                           // 30: modulo.cem.ReplicaData.DataEntry
-	(*durationpb.Duration)(nil),   // 31: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*Nonconformant)(nil),         // 18: modulo.cem.Nonconformant
+	(*ReadRequest)(nil),           // 19: modulo.cem.ReadRequest
+	(*ReadResponse)(nil),          // 20: modulo.cem.ReadResponse
+	(*Snapshot)(nil),              // 21: modulo.cem.Snapshot
+	(*ReplicaData)(nil),           // 22: modulo.cem.ReplicaData
+	(*TeardownRequest)(nil),       // 23: modulo.cem.TeardownRequest
+	(*TeardownResponse)(nil),      // 24: modulo.cem.TeardownResponse
+	(*SaveRequest)(nil),           // 25: modulo.cem.SaveRequest
+	(*SaveResponse)(nil),          // 26: modulo.cem.SaveResponse
+	(*Saved)(nil),                 // 27: modulo.cem.Saved
+	(*RestoreRequest)(nil),        // 28: modulo.cem.RestoreRequest
+	(*RestoreResponse)(nil),       // 29: modulo.cem.RestoreResponse
+	nil,                           // 30: modulo.cem.Observation.FieldsEntry
+	nil,                           // 31: modulo.cem.ReplicaData.DataEntry
+	(*durationpb.Duration)(nil),   // 32: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
 }
 var file_cem_proto_depIdxs = []int32{
 	2,  // 0: modulo.cem.InfoResponse.info:type_name -> modulo.cem.Info
 	3,  // 1: modulo.cem.Info.capabilities:type_name -> modulo.cem.Capabilities
 	4,  // 2: modulo.cem.Capabilities.declared:type_name -> modulo.cem.DRMSpec
 	6,  // 3: modulo.cem.StartRequest.spec:type_name -> modulo.cem.ClusterSpec
-	31, // 4: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
+	32, // 4: modulo.cem.ClusterSpec.step_timeout:type_name -> google.protobuf.Duration
 	16, // 5: modulo.cem.StartResponse.not_reached:type_name -> modulo.cem.NotReached
 	17, // 6: modulo.cem.StartResponse.unrealisable:type_name -> modulo.cem.Unrealisable
 	9,  // 7: modulo.cem.ApplyRequest.step:type_name -> modulo.cem.Step
 	11, // 8: modulo.cem.ApplyResponse.report:type_name -> modulo.cem.StepReport
 	16, // 9: modulo.cem.ApplyResponse.not_reached:type_name -> modulo.cem.NotReached
 	17, // 10: modulo.cem.ApplyResponse.unrealisable:type_name -> modulo.cem.Unrealisable
-	15, // 11: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
-	12, // 12: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
-	13, // 13: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
-	14, // 14: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
-	31, // 15: modulo.cem.Write.answered_after:type_name -> google.protobuf.Duration
-	29, // 16: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
-	32, // 17: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
-	20, // 18: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
-	21, // 19: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
-	30, // 20: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
-	26, // 21: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
-	6,  // 22: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
-	26, // 23: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
-	15, // 24: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
-	0,  // 25: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
-	5,  // 26: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
-	8,  // 27: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
-	18, // 28: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
-	22, // 29: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
-	24, // 30: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
-	27, // 31: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
-	1,  // 32: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
-	7,  // 33: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
-	10, // 34: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
-	19, // 35: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
-	23, // 36: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
-	25, // 37: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
-	28, // 38: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
-	32, // [32:39] is the sub-list for method output_type
-	25, // [25:32] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	18, // 11: modulo.cem.ApplyResponse.nonconformant:type_name -> modulo.cem.Nonconformant
+	15, // 12: modulo.cem.StepReport.actions:type_name -> modulo.cem.Action
+	12, // 13: modulo.cem.StepReport.writes:type_name -> modulo.cem.Write
+	13, // 14: modulo.cem.StepReport.observations:type_name -> modulo.cem.Observation
+	14, // 15: modulo.cem.StepReport.alarms:type_name -> modulo.cem.Alarm
+	32, // 16: modulo.cem.Write.answered_after:type_name -> google.protobuf.Duration
+	30, // 17: modulo.cem.Observation.fields:type_name -> modulo.cem.Observation.FieldsEntry
+	33, // 18: modulo.cem.Action.time:type_name -> google.protobuf.Timestamp
+	21, // 19: modulo.cem.ReadResponse.snapshot:type_name -> modulo.cem.Snapshot
+	22, // 20: modulo.cem.Snapshot.replicas:type_name -> modulo.cem.ReplicaData
+	31, // 21: modulo.cem.ReplicaData.data:type_name -> modulo.cem.ReplicaData.DataEntry
+	27, // 22: modulo.cem.SaveResponse.saved:type_name -> modulo.cem.Saved
+	6,  // 23: modulo.cem.RestoreRequest.spec:type_name -> modulo.cem.ClusterSpec
+	27, // 24: modulo.cem.RestoreResponse.restored:type_name -> modulo.cem.Saved
+	15, // 25: modulo.cem.RestoreResponse.actions:type_name -> modulo.cem.Action
+	0,  // 26: modulo.cem.CEM.Info:input_type -> modulo.cem.InfoRequest
+	5,  // 27: modulo.cem.CEM.Start:input_type -> modulo.cem.StartRequest
+	8,  // 28: modulo.cem.CEM.Apply:input_type -> modulo.cem.ApplyRequest
+	19, // 29: modulo.cem.CEM.Read:input_type -> modulo.cem.ReadRequest
+	23, // 30: modulo.cem.CEM.Teardown:input_type -> modulo.cem.TeardownRequest
+	25, // 31: modulo.cem.CEM.Save:input_type -> modulo.cem.SaveRequest
+	28, // 32: modulo.cem.CEM.Restore:input_type -> modulo.cem.RestoreRequest
+	1,  // 33: modulo.cem.CEM.Info:output_type -> modulo.cem.InfoResponse
+	7,  // 34: modulo.cem.CEM.Start:output_type -> modulo.cem.StartResponse
+	10, // 35: modulo.cem.CEM.Apply:output_type -> modulo.cem.ApplyResponse
+	20, // 36: modulo.cem.CEM.Read:output_type -> modulo.cem.ReadResponse
+	24, // 37: modulo.cem.CEM.Teardown:output_type -> modulo.cem.TeardownResponse
+	26, // 38: modulo.cem.CEM.Save:output_type -> modulo.cem.SaveResponse
+	29, // 39: modulo.cem.CEM.Restore:output_type -> modulo.cem.RestoreResponse
+	33, // [33:40] is the sub-list for method output_type
+	26, // [26:33] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_cem_proto_init() }
@@ -2017,7 +2093,7 @@ func file_cem_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cem_proto_rawDesc), len(file_cem_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   31,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,9 @@ func (o Outcome) Err() error {
 	if t.Error > 0 {
 		probs = append(probs, fmt.Sprintf("%d with errors", t.Error))
 	}
+	if t.Nonconformant > 0 {
+		probs = append(probs, fmt.Sprintf("%d where modulo's realisation left the model", t.Nonconformant))
+	}
 	if t.Unrealisable > 0 {
 		probs = append(probs, fmt.Sprintf("%d the plugin cannot realise", t.Unrealisable))
 	}
@@ -50,7 +53,7 @@ func (o Outcome) Err() error {
 		return nil
 	}
 	msg := "no " + o.Noun + " failed, but " + strings.Join(probs, ", ")
-	if t.Incomplete+t.Error+t.Unrealisable > 0 {
+	if t.Incomplete+t.Error+t.Nonconformant+t.Unrealisable > 0 {
 		msg += see
 	}
 	return &ExitError{Code: ExitIncomplete, Err: errors.New(msg)}

@@ -74,7 +74,7 @@ break_realisation = "skip-relink"`, check: func(t *testing.T, c Config) {
 		{name: "bad timeout", toml: `repl_timeout = 0`, wantErr: `repl_timeout must be at least 1 second`},
 		{name: "two problems", toml: "repl_timeout = 0\nrepl_diskless_sync_delay = -1", wantErr: `(and 1 more problems)`},
 		{name: "bad hz", toml: `hz = 1000`, wantErr: `hz must be between 1 and 500, got 1000`},
-		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `redis config: break_realisation must be "leave-behind", "skip-relink", "lose-write", "skip-wait" or unset, got "everything"`},
+		{name: "bad break", toml: `break_realisation = "everything"`, wantErr: `redis config: break_realisation must be "leave-behind", "skip-relink", "lose-write", "skip-wait", "fail-nothing" or unset, got "everything"`},
 		{name: "bad save", toml: `save = "3600"`, wantErr: `save must be empty or pairs of seconds and changes, got "3600"`},
 		{name: "negative wait", toml: `wait_before_writes = "-1s"`, wantErr: `wait_before_writes must be between 0s and 10m0s, got -1s`},
 		{name: "long wait", toml: `wait_after_writes = "11m"`, wantErr: `wait_after_writes must be between 0s and 10m0s, got 11m0s`},

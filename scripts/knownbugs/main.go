@@ -304,7 +304,7 @@ func runCampaign(o options, c campaign, file string, b build) (row, error) {
 	var first *results.Record
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Verdict == oracle.Incomplete || rec.Verdict == oracle.Error || rec.Verdict == oracle.Unrealisable {
+		if rec.Verdict == oracle.Incomplete || rec.Verdict == oracle.Error || rec.Verdict == oracle.Unrealisable || rec.Verdict == oracle.Nonconformant {
 			r.unfinished++
 		}
 		if rec.Verdict != oracle.Fail {

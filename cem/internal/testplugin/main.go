@@ -14,11 +14,12 @@
 //     *cem.NotReachedError awaiting WHAT, or "cannot = WHY", a *cem.UnrealisableError.
 //   - Read puts replica i in group i%2.
 //   - Apply writes "step N" = transition into every replica and reports one action; besides,
-//     "break I" makes replica I unreadable. Five transitions write nothing: "block PATH"
+//     "break I" makes replica I unreadable. Six transitions write nothing: "block PATH"
 //     creates PATH and waits, holding the lock that Teardown takes, until the call's context
 //     ends, "unreached WHAT" reports an
 //     action without a time and returns a *cem.NotReachedError awaiting WHAT, "unrealisable WHY"
-//     does the same with a *cem.UnrealisableError, "fail TEXT" returns an error, and
+//     does the same with a *cem.UnrealisableError, "nonconform CHECK DETAIL" returns a
+//     *cem.NonconformantError, "fail TEXT" returns an error, and
 //     "log TEXT" logs TEXT at Info, then at Warn.
 package main
 
@@ -164,6 +165,9 @@ func (m *memory) Apply(ctx context.Context, step cem.Step) (cem.StepReport, erro
 	case "unrealisable":
 		return cem.StepReport{Actions: []cem.Action{{Replica: 1, What: "tried"}}},
 			&cem.UnrealisableError{Step: step.Index, Reason: arg}
+	case "nonconform":
+		check, detail, _ := strings.Cut(arg, " ")
+		return cem.StepReport{}, &cem.NonconformantError{Step: step.Index, Check: check, Detail: detail}
 	case "fail":
 		return cem.StepReport{}, errors.New(arg)
 	case "log":

@@ -78,6 +78,7 @@ type (
 		Flaky         int            `json:"flaky"`
 		Incomplete    int            `json:"incomplete"`
 		Error         int            `json:"error"`
+		Nonconformant int            `json:"nonconformant"`
 		Unrealisable  int            `json:"unrealisable"`
 		FailedByClass map[string]int `json:"failed_by_class"`
 		NotPassedKind map[string]int `json:"not_passed_by_kind"`
@@ -125,7 +126,7 @@ func writeJSON(w io.Writer, sums []*results.Summary) error {
 			Summary: jsonSummary{
 				Total: s.Total, Done: s.Done(),
 				Pass: n.Pass, Fail: n.Fail, Flaky: n.Flaky, Incomplete: n.Incomplete, Error: n.Error,
-				Unrealisable: n.Unrealisable, FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
+				Nonconformant: n.Nonconformant, Unrealisable: n.Unrealisable, FailedByClass: map[string]int{}, NotPassedKind: map[string]int{},
 			},
 			NotPassed: []jsonRecord{}, // [], not null, when every schedule passed
 			Groups:    []jsonGroup{},
@@ -321,6 +322,8 @@ func junitProblemOf(r results.Record) (p *junitProblem, isError bool) {
 		kind = string(r.FailClass())
 	case oracle.Incomplete:
 		kind = string(oracle.Incomplete)
+	case oracle.Nonconformant: // modulo's, not the system's: an error to a CI's eye
+		kind, isError = string(oracle.Nonconformant), true
 	default: // as oracle.Tally counts a verdict it does not know
 		kind, isError = string(oracle.Error), true
 	}

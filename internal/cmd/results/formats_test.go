@@ -179,6 +179,7 @@ type (
 			Flaky         int            `json:"flaky"`
 			Incomplete    int            `json:"incomplete"`
 			Error         int            `json:"error"`
+			Nonconformant int            `json:"nonconformant"`
 			Unrealisable  int            `json:"unrealisable"`
 			FailedByClass map[string]int `json:"failed_by_class"`
 			NotPassedKind map[string]int `json:"not_passed_by_kind"`
@@ -240,7 +241,7 @@ func checkJSON(t *testing.T, f fixture, out []byte) {
 	}
 	wantKeys := map[string][]string{
 		"campaign":   {"drm", "ops", "replicas", "schedule_file", "plugin", "plugin_version", "server_version", "modulo_version", "started"},
-		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "unrealisable", "failed_by_class", "not_passed_by_kind"},
+		"summary":    {"total", "done", "pass", "fail", "flaky", "incomplete", "error", "nonconformant", "unrealisable", "failed_by_class", "not_passed_by_kind"},
 		"not_passed": {"id", "verdict", "flaky", "class", "step", "detail", "at_end", "failure_dir", "signature", "group"},
 		"groups": {"signature", "schedules", "independent_runs", "first_seen", "shortest", "shortest_steps",
 			"replayed", "reproduced", "runs_replayed", "runs_followed", "runs_made"},

@@ -89,7 +89,7 @@ Formats (--format):
                        runs_made (over the replays with --follow: the runs that followed
                        the recorded course, and every run made)
            summary     total (the campaign's schedules), done (those with a verdict that
-                       holds), pass, fail, flaky, incomplete, error and unrealisable (the
+                       holds), pass, fail, flaky, incomplete, error, nonconformant and unrealisable (the
                        schedules with a verdict by label, as the text counts them), failed_by_class
                        (the fails by class: divergence, lost-write, broken-replication,
                        self-check) and not_passed_by_kind (for a DRM that mixes failure
@@ -106,7 +106,8 @@ Formats (--format):
          schedule with a verdict (its latest record), named "ID BODY" (BODY: the
          schedule's transitions, when its ID is the DRM model's), classname modulo.DRM,
          its time in seconds. A fail holds <failure type="CLASS">, an incomplete <failure
-         type="incomplete">, an error <error type="error">, each with the message
+         type="incomplete">, an error <error type="error"> (a nonconformant one <error
+         type="nonconformant">), each with the message
          "TYPE: DETAIL" and the detail and its signature as its text; an unrealisable one
          <skipped type="unrealisable"> with the plugin's reason. A schedule labelled flaky passes,
          holding a <flakyFailure> or <flakyError> instead (Maven Surefire's mark of a test

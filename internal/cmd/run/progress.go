@@ -155,7 +155,7 @@ func progressText(s executor.Summary, expectSkips int, elapsed time.Duration) st
 		eta := time.Duration(float64(max(left, 0)) / rate * float64(time.Second))
 		fmt.Fprintf(&b, ", %s, ETA %s", formatRate(rate), eta.Round(time.Second))
 	}
-	fmt.Fprintf(&b, ", pass %d, fail %d, incomplete %d, error %d%s", s.Pass, s.Fail, s.Incomplete, s.Error, s.UnrealisableSuffix(" "))
+	fmt.Fprintf(&b, ", pass %d, fail %d, incomplete %d, error %d%s", s.Pass, s.Fail, s.Incomplete, s.Error, s.Apart(" "))
 	if s.Skipped > 0 {
 		fmt.Fprintf(&b, " (%d recorded before)", s.Skipped)
 	}

@@ -71,8 +71,8 @@ func retryVerdicts(names []string) ([]oracle.Verdict, error) {
 	var vs []oracle.Verdict
 	for _, n := range names {
 		v := oracle.Verdict(n)
-		if v != oracle.Incomplete && v != oracle.Fail && v != oracle.Pass && v != oracle.Unrealisable {
-			return nil, fmt.Errorf("--retry takes incomplete, fail, pass or unrealisable (errors always run again), not %q", n)
+		if v != oracle.Incomplete && v != oracle.Fail && v != oracle.Pass && v != oracle.Unrealisable && v != oracle.Nonconformant {
+			return nil, fmt.Errorf("--retry takes incomplete, fail, pass, nonconformant or unrealisable (errors always run again), not %q", n)
 		}
 		vs = append(vs, v)
 	}
@@ -112,6 +112,9 @@ and at the end (--check end: at the end only, as the Modulo paper did):
                 self-check  the system's own consistency check raised an alarm
   incomplete  the cluster never reached the state a step needed before the step timeout
   error       the harness failed: a dead plugin, a busy port, a server that would not start
+  nonconformant  modulo's fault: after a step the cluster was not where the model has it,
+              through the realisation's doing (a failure that did not take effect, a write
+              that reached a replica the model keeps it from), with the check that caught it
   unrealisable  the plugin cannot make its system do what a step asks (its reason is
               recorded): a schedule this realisation cannot give, so not tested
 
